@@ -1,0 +1,154 @@
+"""``arith``: procedural integer arithmetic word problems, fully offline.
+
+Every task is a pure function of ``(seed, split, index)``: no files, no hub, no global RNG, so
+the env doubles as the demo and the test env. Knobs set the difficulty.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+from envs.env import SingleTurnEnv
+from verifiers import NumberMatch, Rubric, Task
+
+OPERATIONS = "+-*"
+_NAMES = ("Ava", "Ben", "Chloe", "Dev", "Emma", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kira", "Leo")
+_ITEMS = ("apples", "marbles", "stickers", "coins", "books", "shells", "cards", "pencils")
+_STEP_WORDS = {
+    "+": "{name} gets {n} more.",
+    "-": "{name} gives away {n}.",
+    "*": "Then the number of {item} {name} has becomes {n} times as large.",
+}
+_SYMBOLS = {"+": "+", "-": "-", "*": "×"}
+
+SYSTEM_PROMPT = (
+    "Solve the arithmetic problem. Show brief working, then give the final answer as an integer "
+    "inside <answer></answer> tags, e.g. <answer>42</answer>."
+)
+
+
+def _apply(op: str, left: int, right: int) -> int:
+    return left + right if op == "+" else left - right if op == "-" else left * right
+
+
+def generate_task(
+    seed: int,
+    split: str,
+    index: int,
+    *,
+    num_steps: int,
+    max_operand: int,
+    operations: str,
+    allow_negative: bool,
+    word_problems: bool,
+) -> dict[str, Any]:
+    """The task at ``index`` of ``split``: a start value and ``num_steps`` operations in order.
+
+    A string-seeded ``random.Random`` is stable across processes and Python versions, unlike
+    ``hash()``. Steps that would go below zero are turned into additions unless
+    ``allow_negative``; multipliers stay small (2..9) so answers stay readable.
+    """
+    rng = random.Random(f"rlvr-gym/arith/{seed}/{split}/{index}")
+    value = rng.randint(min(2, max_operand), max_operand)
+    start, steps, working = value, [], []
+    for _ in range(num_steps):
+        op = rng.choice(operations)
+        n = rng.randint(2, min(9, max(2, max_operand))) if op == "*" else rng.randint(1, max_operand)
+        if op == "-" and not allow_negative and n > value:
+            op = "+"
+        result = _apply(op, value, n)
+        working.append(f"{value} {_SYMBOLS[op]} {n} = {result}")
+        steps.append((op, n))
+        value = result
+    if word_problems:
+        name, item = rng.choice(_NAMES), rng.choice(_ITEMS)
+        sentences = [f"{name} has {start} {item}."]
+        sentences += [_STEP_WORDS[op].format(name=name, n=n, item=item) for op, n in steps]
+        sentences.append(f"How many {item} does {name} have now?")
+        question = " ".join(sentences)
+    else:
+        expression = str(start)
+        for position, (op, n) in enumerate(steps):
+            left = f"({expression})" if position else expression  # steps apply in order
+            expression = f"{left} {_SYMBOLS[op]} {n}"
+        question = f"Compute {expression}."
+    return {"question": question, "answer": str(value), "working": "\n".join(working), "split": split, "index": index}
+
+
+class ArithTasks(Sequence[dict[str, Any]]):
+    """A lazy, indexable sequence of generated tasks (nothing is stored)."""
+
+    def __init__(self, size: int, **params: Any) -> None:
+        self.size, self.params = size, params
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.size))]
+        if index < 0:
+            index += self.size
+        if not 0 <= index < self.size:
+            raise IndexError(f"task index {index} out of range ({self.size} tasks)")
+        return generate_task(index=index, **self.params)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self[i] for i in range(self.size))
+
+
+class ArithEnv(SingleTurnEnv):
+    """Integer arithmetic word problems, generated offline; difficulty set by steps and operand size."""
+
+    default_system_prompt = SYSTEM_PROMPT
+
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        num_steps: int = 2,
+        max_operand: int = 20,
+        operations: str = "+-",
+        allow_negative: bool = False,
+        word_problems: bool = True,
+        train_size: int = 10_000,
+        test_size: int = 500,
+        **env_options: Any,
+    ) -> None:
+        super().__init__(**env_options)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        for name, value in (("num_steps", num_steps), ("max_operand", max_operand), ("train_size", train_size), ("test_size", test_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if not isinstance(operations, str) or not operations or set(operations) - set(OPERATIONS):
+            raise ValueError(f"operations must be a non-empty string of {OPERATIONS!r}, got {operations!r}")
+        self.params = {
+            "seed": seed,
+            "num_steps": num_steps,
+            "max_operand": max_operand,
+            "operations": "".join(dict.fromkeys(operations)),
+            "allow_negative": bool(allow_negative),
+            "word_problems": bool(word_problems),
+        }
+        self.sizes = {"train": train_size, "test": test_size}
+        self.rubric = Rubric({"correct": NumberMatch("answer")})
+
+    def load_tasks(self, split: str) -> Sequence[Task]:
+        return ArithTasks(self.sizes[split], split=split, **self.params)
+
+    def question(self, task: Task) -> str:
+        return task["question"]
+
+    def reference_completion(self, task: Task) -> str:
+        return f"{task['working']}\n<answer>{task['answer']}</answer>"
+
+    def wrong_completions(self, task: Task) -> list[str]:
+        near_miss = int(task["answer"]) + 1
+        return [*super().wrong_completions(task), f"{task['working']}\n<answer>{near_miss}</answer>", f"<answer>{task['answer']} or {near_miss}</answer>"]

@@ -1,0 +1,161 @@
+"""``check_env``: the contract every env must keep, one small documented check per rule.
+
+Modelled on Gymnasium's env checker. Each ``check_*`` raises :class:`EnvCheckError` naming the
+rule it found broken; ``check_env`` runs them all and returns the names of those that passed.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from gymnasium import spaces
+
+from envs.env import EnvStateError, SingleTurnEnv
+from verifiers import Verdict
+
+
+class EnvCheckError(AssertionError):
+    """An env broke a rule of the SingleTurnEnv contract (the message names the rule)."""
+
+    def __init__(self, check: str, message: str) -> None:
+        super().__init__(f"[{check}] {message}")
+        self.check = check
+
+
+def _sample_indices(env: SingleTurnEnv, split: str, n_tasks: int) -> list[int]:
+    size = len(env.tasks(split))
+    step = max(1, size // n_tasks)
+    return list(range(0, size, step))[:n_tasks]
+
+
+def check_spaces(env: SingleTurnEnv, n_tasks: int) -> None:
+    """Observation and action spaces are Gymnasium spaces, and the action space takes text."""
+    if not isinstance(env.observation_space, spaces.Space) or not isinstance(env.action_space, spaces.Space):
+        raise EnvCheckError("spaces", "observation_space and action_space must be gymnasium.spaces.Space")
+    if not env.action_space.contains("any completion text"):
+        raise EnvCheckError("spaces", "action_space must contain plain completion text")
+
+
+def check_reset(env: SingleTurnEnv, n_tasks: int) -> None:
+    """``reset`` returns ``(obs, info)``: obs in the observation space, info a dict naming the task."""
+    result = env.reset(seed=0)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise EnvCheckError("reset", f"reset() must return (obs, info), got {type(result).__name__}")
+    obs, info = result
+    if not env.observation_space.contains(obs):
+        raise EnvCheckError("reset", f"observation {obs!r:.200} is not in {env.observation_space}")
+    if not isinstance(info, dict) or not {"split", "index", "task"} <= info.keys():
+        raise EnvCheckError("reset", "reset() info must be a dict with 'split', 'index' and 'task'")
+    for split in env.splits:
+        for index in _sample_indices(env, split, n_tasks):
+            obs, info = env.reset(options={"split": split, "index": index})
+            if obs != env.prompt(env.tasks(split)[index]) or info["index"] != index or info["split"] != split:
+                raise EnvCheckError("reset", f"reset(options={{'split': {split!r}, 'index': {index}}}) posed another task")
+
+
+def check_determinism(env: SingleTurnEnv, n_tasks: int) -> None:
+    """The same seed poses the same task; tasks and verdicts do not change between calls."""
+    for seed in (0, 1, 12345):
+        first, info1 = env.reset(seed=seed)
+        second, info2 = env.reset(seed=seed)
+        if first != second or info1["index"] != info2["index"]:
+            raise EnvCheckError("determinism", f"reset(seed={seed}) posed different tasks on two calls")
+    for split in env.splits:
+        for index in _sample_indices(env, split, n_tasks):
+            task = env.tasks(split)[index]
+            again = copy.deepcopy(env.tasks(split)[index])
+            if task != again:
+                raise EnvCheckError("determinism", f"task {split}[{index}] changed between two reads")
+            completion = _reference(env, task)
+            if completion is not None and env.verify(completion, task) != env.verify(completion, task):
+                raise EnvCheckError("determinism", f"verify() gave two verdicts for one completion on {split}[{index}]")
+
+
+def check_step(env: SingleTurnEnv, n_tasks: int) -> None:
+    """``step`` returns ``(obs, reward, terminated=True, truncated=False, info)`` with the Verdict,
+    and refuses to run before ``reset`` or twice in one episode."""
+    fresh = copy.copy(env)
+    fresh._current, fresh._stepped = None, False
+    _expect_state_error(lambda: fresh.step("text"), "step() before reset()")
+    obs, info = env.reset(seed=0)
+    result = env.step(_reference(env, info["task"]) or "some completion")
+    if not (isinstance(result, tuple) and len(result) == 5):
+        raise EnvCheckError("step", "step() must return (obs, reward, terminated, truncated, info)")
+    obs, reward, terminated, truncated, info = result
+    if not env.observation_space.contains(obs):
+        raise EnvCheckError("step", f"step() observation {obs!r:.200} is not in {env.observation_space}")
+    if not isinstance(reward, float) or terminated is not True or truncated is not False:
+        raise EnvCheckError("step", f"got reward={reward!r}, terminated={terminated!r}, truncated={truncated!r}")
+    verdict = info.get("verdict") if isinstance(info, dict) else None
+    if not isinstance(verdict, Verdict) or verdict.score != reward:
+        raise EnvCheckError("step", "info['verdict'] must be the Verdict whose score is the reward")
+    _expect_state_error(lambda: env.step("again"), "a second step()")
+
+
+def check_oracle(env: SingleTurnEnv, n_tasks: int) -> None:
+    """Every reference completion passes with score 1.0, through ``verify`` and ``verify_batch``."""
+    for split in env.splits:
+        tasks = [env.tasks(split)[i] for i in _sample_indices(env, split, n_tasks)]
+        completions = [_reference(env, task) for task in tasks]
+        if None in completions:
+            raise EnvCheckError("oracle", f"{type(env).__name__} has no reference_completion(task) to check against")
+        batch = env.verify_batch(completions, tasks)
+        for task, completion, verdict in zip(tasks, completions, batch, strict=True):
+            if verdict != env.verify(completion, task):
+                raise EnvCheckError("oracle", "verify_batch() and verify() disagree on a reference completion")
+            if not verdict.passed or verdict.score != 1.0:
+                raise EnvCheckError("oracle", f"reference completion {completion!r:.120} scored {verdict}")
+
+
+def check_wrong_answers(env: SingleTurnEnv, n_tasks: int) -> None:
+    """Wrong completions do not pass and score below 1.0; non-text completions get a Verdict."""
+    for split in env.splits:
+        for index in _sample_indices(env, split, n_tasks):
+            task = env.tasks(split)[index]
+            for completion in [*env.wrong_completions(task), None, 12345]:
+                verdict = env.verify(completion, task)
+                if not isinstance(verdict, Verdict) or verdict.passed or verdict.score >= 1.0:
+                    raise EnvCheckError("wrong_answers", f"wrong completion {completion!r:.120} on {split}[{index}] got {verdict}")
+                if verdict.reason == "error":
+                    raise EnvCheckError("wrong_answers", f"verifier bug on {completion!r:.120}: {dict(verdict.details)}")
+
+
+CHECKS: tuple[Callable[[SingleTurnEnv, int], None], ...] = (
+    check_spaces,
+    check_reset,
+    check_determinism,
+    check_step,
+    check_oracle,
+    check_wrong_answers,
+)
+
+
+def check_env(env: SingleTurnEnv, n_tasks: int = 8) -> list[str]:
+    """Run every check on ``env`` (``n_tasks`` tasks per split); returns the names that passed.
+
+    Raises :class:`EnvCheckError` at the first broken rule.
+    """
+    if not isinstance(env, SingleTurnEnv):
+        raise EnvCheckError("type", f"expected an envs.SingleTurnEnv, got {type(env).__name__}")
+    passed = []
+    for check in CHECKS:
+        check(env, n_tasks)
+        passed.append(check.__name__.removeprefix("check_"))
+    return passed
+
+
+def _reference(env: SingleTurnEnv, task: Any) -> str | None:
+    try:
+        return env.reference_completion(task)
+    except NotImplementedError:
+        return None
+
+
+def _expect_state_error(call: Callable[[], Any], what: str) -> None:
+    try:
+        call()
+    except EnvStateError:
+        return
+    raise EnvCheckError("step", f"{what} must raise envs.EnvStateError")

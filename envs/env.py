@@ -1,0 +1,138 @@
+"""SingleTurnEnv: one prompt, one completion, one verdict — a real ``gymnasium.Env``.
+
+Subclasses supply data and checking; this class supplies the Gymnasium contract, the
+trainer-facing batch API, and the clear errors. Authoring an env means writing:
+
+* ``load_tasks(split)``  -> a sequence of task rows (dicts of JSON-like values)
+* ``question(task)``     -> the user message for a task
+* ``rubric``             -> a :class:`verifiers.Rubric` (or any verifier) that scores a completion
+* ``reference_completion(task)`` (optional) -> a completion that must score 1.0; ``check_env``
+  uses it as the oracle, and trainers may use it for a supervised warm start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+import gymnasium
+
+from envs.spaces import AnyText, ChatMessages
+from verifiers import Rubric, Task, Verdict, Verifier, run_verifier
+
+PromptFormat = Literal["chat", "text"]
+Observation = list[dict[str, str]] | str
+
+
+class EnvStateError(RuntimeError):
+    """``step`` called at the wrong time (before ``reset``, or twice in one episode)."""
+
+
+class SingleTurnEnv(gymnasium.Env[Observation, str]):
+    """A single-step text environment: ``reset`` poses a task, ``step(completion)`` scores it."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    splits: ClassVar[tuple[str, ...]] = ("train", "test")
+    default_system_prompt: ClassVar[str | None] = None
+    rubric: Rubric | Verifier
+
+    def __init__(self, *, prompt_format: PromptFormat = "chat", system_prompt: str | None = None) -> None:
+        if prompt_format not in ("chat", "text"):
+            raise ValueError(f"prompt_format must be 'chat' or 'text', got {prompt_format!r}")
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise TypeError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
+        if not self.splits:
+            raise ValueError(f"{type(self).__name__}.splits is empty: an env needs at least one split")
+        self.prompt_format: PromptFormat = prompt_format
+        self.system_prompt = system_prompt if system_prompt is not None else self.default_system_prompt
+        self.observation_space = ChatMessages() if prompt_format == "chat" else AnyText()
+        self.action_space = AnyText()
+        self._tasks: dict[str, Sequence[Task]] = {}
+        self._current: tuple[str, int, Task] | None = None
+        self._stepped = False
+
+    # ----- what subclasses write -------------------------------------------------------------
+    def load_tasks(self, split: str) -> Sequence[Task]:
+        """All tasks of ``split``, in a fixed order. Called once per split, then cached."""
+        raise NotImplementedError(f"{type(self).__name__} must implement load_tasks(split)")
+
+    def question(self, task: Task) -> str:
+        """The user message that poses ``task``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement question(task)")
+
+    def reference_completion(self, task: Task) -> str:
+        """A completion that solves ``task`` and must score 1.0 (the oracle for ``check_env``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no reference_completion(task)")
+
+    def wrong_completions(self, task: Task) -> list[str]:
+        """Completions that must not pass; envs add near-misses of their own."""
+        return ["", "I am not sure.", "<answer></answer>"]
+
+    # ----- trainer-facing batch API ------------------------------------------------------------
+    def tasks(self, split: str = "train") -> Sequence[Task]:
+        """The tasks of ``split`` (validated name; loaded once)."""
+        if split not in self.splits:
+            raise ValueError(f"unknown split {split!r} for {type(self).__name__}; splits are {list(self.splits)}")
+        if split not in self._tasks:
+            loaded = self.load_tasks(split)
+            if len(loaded) == 0:
+                raise ValueError(f"{type(self).__name__} split {split!r} has no tasks")
+            self._tasks[split] = loaded
+        return self._tasks[split]
+
+    def prompt(self, task: Task) -> Observation:
+        """The observation for ``task``: chat messages, or one string when ``prompt_format='text'``."""
+        question = self.question(task)
+        if self.prompt_format == "text":
+            return question if self.system_prompt is None else f"{self.system_prompt}\n\n{question}"
+        messages = [] if self.system_prompt is None else [{"role": "system", "content": self.system_prompt}]
+        return [*messages, {"role": "user", "content": question}]
+
+    def verify(self, completion: object, task: Task) -> Verdict:
+        """Score one completion. Never raises on model output; verifier bugs become ``error``."""
+        return run_verifier(self.rubric, completion, task)
+
+    def verify_batch(self, completions: Sequence[object], tasks: Sequence[Task]) -> list[Verdict]:
+        """Score completions against their tasks, pairwise (same length required)."""
+        if len(completions) != len(tasks):
+            raise ValueError(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
+        return [self.verify(c, t) for c, t in zip(completions, tasks, strict=True)]
+
+    # ----- Gymnasium API -----------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """Pose a task: ``options["index"]`` picks it, else the seeded RNG does.
+
+        ``options["split"]`` chooses the split (default: the first of ``splits``). The same
+        ``(seed, index, split)`` always poses the same task.
+        """
+        super().reset(seed=seed)
+        options = dict(options or {})
+        split = options.pop("split", self.splits[0])
+        index = options.pop("index", None)
+        if options:
+            raise ValueError(f"unknown reset options {sorted(options)}; known: 'index', 'split'")
+        tasks = self.tasks(split)
+        if index is None:
+            index = int(self.np_random.integers(len(tasks)))
+        elif isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"options['index'] must be an int, got {type(index).__name__}")
+        elif not 0 <= index < len(tasks):
+            raise IndexError(f"options['index']={index} is out of range for split {split!r} ({len(tasks)} tasks)")
+        task = tasks[index]
+        self._current = (split, index, task)
+        self._stepped = False
+        return self.prompt(task), {"split": split, "index": index, "task": task}
+
+    def step(self, action: object) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """Score the completion ``action``; the episode ends at once (``terminated=True``)."""
+        if self._current is None:
+            raise EnvStateError("step() called before reset(): call env.reset() to pose a task first")
+        if self._stepped:
+            raise EnvStateError("step() called twice: a single-turn episode has one step; call reset()")
+        split, index, task = self._current
+        verdict = self.verify(action, task)
+        self._stepped = True
+        info = {"verdict": verdict, "split": split, "index": index, "task": task}
+        return self.prompt(task), verdict.score, True, False, info

@@ -1,0 +1,1 @@
+"""Backend-neutral GRPO runs: configuration, training, evaluation, metrics and the CLI."""

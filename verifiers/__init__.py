@@ -1,0 +1,21 @@
+"""Verifiers: score a completion against a task, returning a :class:`Verdict` — never raising."""
+
+from verifiers.basic import ExactMatch, NumberMatch, extract_answer, parse_number
+from verifiers.protocol import Completion, Task, Verifier, completion_text, run_verifier
+from verifiers.rubric import Rubric
+from verifiers.verdict import Reason, Verdict
+
+__all__ = [
+    "Completion",
+    "ExactMatch",
+    "NumberMatch",
+    "Reason",
+    "Rubric",
+    "Task",
+    "Verdict",
+    "Verifier",
+    "completion_text",
+    "extract_answer",
+    "parse_number",
+    "run_verifier",
+]
