@@ -74,7 +74,13 @@ def generate_task(
             left = f"({expression})" if position else expression  # steps apply in order
             expression = f"{left} {_SYMBOLS[op]} {n}"
         question = f"Compute {expression}."
-    return {"question": question, "answer": str(value), "working": "\n".join(working), "split": split, "index": index}
+    return {
+        "question": question,
+        "answer": str(value),
+        "working": "\n".join(working),
+        "split": split,
+        "index": index,
+    }
 
 
 class ArithTasks(Sequence[dict[str, Any]]):
@@ -124,7 +130,12 @@ class ArithEnv(SingleTurnEnv):
         super().__init__(**env_options)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-        for name, value in (("num_steps", num_steps), ("max_operand", max_operand), ("train_size", train_size), ("test_size", test_size)):
+        for name, value in (
+            ("num_steps", num_steps),
+            ("max_operand", max_operand),
+            ("train_size", train_size),
+            ("test_size", test_size),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if not isinstance(operations, str) or not operations or set(operations) - set(OPERATIONS):
@@ -151,4 +162,8 @@ class ArithEnv(SingleTurnEnv):
 
     def wrong_completions(self, task: Task) -> list[str]:
         near_miss = int(task["answer"]) + 1
-        return [*super().wrong_completions(task), f"{task['working']}\n<answer>{near_miss}</answer>", f"<answer>{task['answer']} or {near_miss}</answer>"]
+        return [
+            *super().wrong_completions(task),
+            f"{task['working']}\n<answer>{near_miss}</answer>",
+            f"<answer>{task['answer']} or {near_miss}</answer>",
+        ]

@@ -52,7 +52,9 @@ def check_reset(env: SingleTurnEnv, n_tasks: int) -> None:
         for index in _sample_indices(env, split, n_tasks):
             obs, info = env.reset(options={"split": split, "index": index})
             if obs != env.prompt(env.tasks(split)[index]) or info["index"] != index or info["split"] != split:
-                raise EnvCheckError("reset", f"reset(options={{'split': {split!r}, 'index': {index}}}) posed another task")
+                raise EnvCheckError(
+                    "reset", f"reset(options={{'split': {split!r}, 'index': {index}}}) posed another task"
+                )
 
 
 def check_determinism(env: SingleTurnEnv, n_tasks: int) -> None:
@@ -70,7 +72,9 @@ def check_determinism(env: SingleTurnEnv, n_tasks: int) -> None:
                 raise EnvCheckError("determinism", f"task {split}[{index}] changed between two reads")
             completion = _reference(env, task)
             if completion is not None and env.verify(completion, task) != env.verify(completion, task):
-                raise EnvCheckError("determinism", f"verify() gave two verdicts for one completion on {split}[{index}]")
+                raise EnvCheckError(
+                    "determinism", f"verify() gave two verdicts for one completion on {split}[{index}]"
+                )
 
 
 def check_step(env: SingleTurnEnv, n_tasks: int) -> None:
@@ -87,7 +91,9 @@ def check_step(env: SingleTurnEnv, n_tasks: int) -> None:
     if not env.observation_space.contains(obs):
         raise EnvCheckError("step", f"step() observation {obs!r:.200} is not in {env.observation_space}")
     if not isinstance(reward, float) or terminated is not True or truncated is not False:
-        raise EnvCheckError("step", f"got reward={reward!r}, terminated={terminated!r}, truncated={truncated!r}")
+        raise EnvCheckError(
+            "step", f"got reward={reward!r}, terminated={terminated!r}, truncated={truncated!r}"
+        )
     verdict = info.get("verdict") if isinstance(info, dict) else None
     if not isinstance(verdict, Verdict) or verdict.score != reward:
         raise EnvCheckError("step", "info['verdict'] must be the Verdict whose score is the reward")
@@ -100,11 +106,15 @@ def check_oracle(env: SingleTurnEnv, n_tasks: int) -> None:
         tasks = [env.tasks(split)[i] for i in _sample_indices(env, split, n_tasks)]
         completions = [_reference(env, task) for task in tasks]
         if None in completions:
-            raise EnvCheckError("oracle", f"{type(env).__name__} has no reference_completion(task) to check against")
+            raise EnvCheckError(
+                "oracle", f"{type(env).__name__} has no reference_completion(task) to check against"
+            )
         batch = env.verify_batch(completions, tasks)
         for task, completion, verdict in zip(tasks, completions, batch, strict=True):
             if verdict != env.verify(completion, task):
-                raise EnvCheckError("oracle", "verify_batch() and verify() disagree on a reference completion")
+                raise EnvCheckError(
+                    "oracle", "verify_batch() and verify() disagree on a reference completion"
+                )
             if not verdict.passed or verdict.score != 1.0:
                 raise EnvCheckError("oracle", f"reference completion {completion!r:.120} scored {verdict}")
 
@@ -117,9 +127,14 @@ def check_wrong_answers(env: SingleTurnEnv, n_tasks: int) -> None:
             for completion in [*env.wrong_completions(task), None, 12345]:
                 verdict = env.verify(completion, task)
                 if not isinstance(verdict, Verdict) or verdict.passed or verdict.score >= 1.0:
-                    raise EnvCheckError("wrong_answers", f"wrong completion {completion!r:.120} on {split}[{index}] got {verdict}")
+                    raise EnvCheckError(
+                        "wrong_answers",
+                        f"wrong completion {completion!r:.120} on {split}[{index}] got {verdict}",
+                    )
                 if verdict.reason == "error":
-                    raise EnvCheckError("wrong_answers", f"verifier bug on {completion!r:.120}: {dict(verdict.details)}")
+                    raise EnvCheckError(
+                        "wrong_answers", f"verifier bug on {completion!r:.120}: {dict(verdict.details)}"
+                    )
 
 
 CHECKS: tuple[Callable[[SingleTurnEnv, int], None], ...] = (

@@ -72,7 +72,9 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
     def tasks(self, split: str = "train") -> Sequence[Task]:
         """The tasks of ``split`` (validated name; loaded once)."""
         if split not in self.splits:
-            raise ValueError(f"unknown split {split!r} for {type(self).__name__}; splits are {list(self.splits)}")
+            raise ValueError(
+                f"unknown split {split!r} for {type(self).__name__}; splits are {list(self.splits)}"
+            )
         if split not in self._tasks:
             loaded = self.load_tasks(split)
             if len(loaded) == 0:
@@ -119,7 +121,9 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
         elif isinstance(index, bool) or not isinstance(index, int):
             raise TypeError(f"options['index'] must be an int, got {type(index).__name__}")
         elif not 0 <= index < len(tasks):
-            raise IndexError(f"options['index']={index} is out of range for split {split!r} ({len(tasks)} tasks)")
+            raise IndexError(
+                f"options['index']={index} is out of range for split {split!r} ({len(tasks)} tasks)"
+            )
         task = tasks[index]
         self._current = (split, index, task)
         self._stepped = False

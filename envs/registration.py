@@ -94,7 +94,9 @@ def load_entry_point(entry_point: EnvFactory | str | None, env_id: str) -> EnvFa
     if callable(entry_point):
         return entry_point
     if not isinstance(entry_point, str) or ":" not in entry_point:
-        raise RegistryError(f"entry point of {env_id!r} must be a callable or 'module:attr', got {entry_point!r}")
+        raise RegistryError(
+            f"entry point of {env_id!r} must be a callable or 'module:attr', got {entry_point!r}"
+        )
     module_name, _, attr = entry_point.partition(":")
     try:
         target: Any = importlib.import_module(module_name)
@@ -113,7 +115,11 @@ def accepted_kwargs(factory: EnvFactory) -> set[str] | None:
     For a class whose ``__init__`` forwards ``**kwargs`` to its base (as envs do with
     ``prompt_format`` and ``system_prompt``), the bases' keywords count too.
     """
-    callables = [c.__init__ for c in factory.__mro__ if "__init__" in vars(c)] if isinstance(factory, type) else [factory]
+    callables = (
+        [c.__init__ for c in factory.__mro__ if "__init__" in vars(c)]
+        if isinstance(factory, type)
+        else [factory]
+    )
     accepted: set[str] = set()
     for function in callables:
         try:
@@ -208,7 +214,12 @@ def load_plugins(group: str = ENTRY_POINT_GROUP) -> list[str]:
         existing = _registry.get(ep.name)
         if existing is not None:
             if existing.entry_point != ep.value:
-                logger.warning("plugin env %r (%s) ignored: id already registered by %r", ep.name, ep.value, existing.entry_point)
+                logger.warning(
+                    "plugin env %r (%s) ignored: id already registered by %r",
+                    ep.name,
+                    ep.value,
+                    existing.entry_point,
+                )
             continue
         try:
             register(ep.name, ep.value)

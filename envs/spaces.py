@@ -64,9 +64,7 @@ class ChatMessages(spaces.Space[list]):
             and not isinstance(x, str)
             and len(x) > 0
             and all(
-                isinstance(m, Mapping)
-                and m.get("role") in ROLES
-                and self.text.contains(m.get("content"))
+                isinstance(m, Mapping) and m.get("role") in ROLES and self.text.contains(m.get("content"))
                 for m in x
             )
         )

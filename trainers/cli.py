@@ -67,7 +67,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(verdict.to_dict()))
     else:
-        print(f"score={verdict.score:g} passed={verdict.passed} reason={verdict.reason.value} answer={verdict.answer!r}")
+        summary = f"score={verdict.score:g} passed={verdict.passed} reason={verdict.reason.value}"
+        print(f"{summary} answer={verdict.answer!r}")
         for key, value in verdict.details.items():
             print(f"  {key}: {value}")
     return 0

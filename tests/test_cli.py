@@ -1,0 +1,76 @@
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import envs
+from trainers.cli import main
+
+
+def test_envs_lists_ids_with_descriptions(capsys):
+    assert main(["envs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("arith ") and "arithmetic" in line for line in lines)
+    assert len(lines) == len(envs.registry)
+
+
+def test_check_reports_each_env(capsys):
+    assert main(["check", "arith", "--n-tasks", "2", "--env-arg", "num_steps=3"]) == 0
+    assert capsys.readouterr().out.startswith("ok   arith: spaces, reset")
+
+
+def test_verify_prints_the_verdict(capsys):
+    task = envs.make("arith").tasks("test")[5]
+    assert (
+        main(
+            [
+                "verify",
+                "arith",
+                "--split",
+                "test",
+                "--index",
+                "5",
+                "--completion",
+                f"<answer>{task['answer']}</answer>",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["passed"] is True
+    assert main(["verify", "arith", "--index", "5", "--completion", "<answer>-1</answer>"]) == 0
+    assert "passed=False reason=wrong_answer answer='-1'" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["check"], "name at least one env id"),
+        (["check", "arihh"], "Did you mean 'arith'?"),
+        (["check", "arith", "--env-arg", "max_operan=2"], "did you mean 'max_operand'?"),
+        (["check", "arith", "--env-arg", "oops"], "key=value"),
+        (["verify", "arith", "--index", "-4", "--completion", "x"], "out of range"),
+        (["verify", "arith", "--index", "0", "--split", "dev", "--completion", "x"], "unknown split 'dev'"),
+    ],
+)
+def test_errors_are_one_line_with_a_nonzero_exit(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rlvr-gym: error: ") and message in err and err.count("\n") == 1
+
+
+def test_console_script_is_installed_and_fails_cleanly():
+    script = shutil.which("rlvr-gym", path=str(Path(sys.executable).parent))
+    assert script, "the rlvr-gym console script is not installed next to this Python"
+    ok = subprocess.run([script, "envs"], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and "arith" in ok.stdout
+    bad = subprocess.run(
+        [script, "verify", "nope", "--index", "0", "--completion", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1

@@ -1,0 +1,23 @@
+"""One invariant across the whole registry: every env keeps the SingleTurnEnv contract."""
+
+import pytest
+
+import envs
+
+
+@pytest.mark.parametrize("env_id", sorted(envs.registry))
+def test_every_registered_env_passes_check_env(env_id):
+    env = envs.make(env_id)
+    assert envs.check_env(env, n_tasks=4) == [
+        "spaces",
+        "reset",
+        "determinism",
+        "step",
+        "oracle",
+        "wrong_answers",
+    ]
+
+
+@pytest.mark.parametrize("env_id", sorted(envs.registry))
+def test_every_registered_env_has_a_description(env_id):
+    assert envs.spec(env_id).summary()
