@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
 from envs.env import SingleTurnEnv
-from verifiers import NumberMatch, Rubric, Task
+from verifiers import NumberMatch, NumberProximity, Rubric, Task
 
 OPERATIONS = "+-*"
 _NAMES = ("Ava", "Ben", "Chloe", "Dev", "Emma", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kira", "Leo")
@@ -24,8 +24,8 @@ _STEP_WORDS = {
 _SYMBOLS = {"+": "+", "-": "-", "*": "×"}
 
 SYSTEM_PROMPT = (
-    "Solve the arithmetic problem. Show brief working, then give the final answer as an integer "
-    "inside <answer></answer> tags, e.g. <answer>42</answer>."
+    "Solve the arithmetic problem. Give the final answer as an integer inside <answer></answer> "
+    "tags, e.g. <answer>42</answer>; any working goes before it."
 )
 
 
@@ -125,6 +125,7 @@ class ArithEnv(SingleTurnEnv):
         word_problems: bool = True,
         train_size: int = 10_000,
         test_size: int = 500,
+        proximity_weight: float = 0.5,
         **env_options: Any,
     ) -> None:
         super().__init__(**env_options)
@@ -149,7 +150,10 @@ class ArithEnv(SingleTurnEnv):
             "word_problems": bool(word_problems),
         }
         self.sizes = {"train": train_size, "test": test_size}
-        self.rubric = Rubric({"correct": NumberMatch("answer")})
+        self.rubric = Rubric(
+            {"correct": NumberMatch("answer"), "proximity": NumberProximity("answer")},
+            weights={"proximity": proximity_weight},
+        )
 
     def load_tasks(self, split: str) -> Sequence[Task]:
         return ArithTasks(self.sizes[split], split=split, **self.params)
@@ -158,7 +162,8 @@ class ArithEnv(SingleTurnEnv):
         return task["question"]
 
     def reference_completion(self, task: Task) -> str:
-        return f"{task['working']}\n<answer>{task['answer']}</answer>"
+        """The bare tagged answer: short enough for a tiny model to imitate in a warm start."""
+        return f"<answer>{task['answer']}</answer>"
 
     def wrong_completions(self, task: Task) -> list[str]:
         near_miss = int(task["answer"]) + 1

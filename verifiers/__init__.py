@@ -1,6 +1,6 @@
 """Verifiers: score a completion against a task, returning a :class:`Verdict` — never raising."""
 
-from verifiers.basic import ExactMatch, NumberMatch, extract_answer, parse_number
+from verifiers.basic import ExactMatch, NumberMatch, NumberProximity, extract_answer, parse_number
 from verifiers.protocol import Completion, Task, Verifier, completion_text, run_verifier
 from verifiers.rubric import Rubric
 from verifiers.verdict import Reason, Verdict
@@ -9,6 +9,7 @@ __all__ = [
     "Completion",
     "ExactMatch",
     "NumberMatch",
+    "NumberProximity",
     "Reason",
     "Rubric",
     "Task",

@@ -80,6 +80,31 @@ class NumberMatch:
         return f"NumberMatch(answer_key={self.answer_key!r})"
 
 
+class NumberProximity:
+    """Partial credit for numeric answers: ``1 / (1 + |answer - gold| / max(1, |gold|))``.
+
+    Passes only on the exact number; a near miss earns more than a far one, which gives GRPO
+    a signal in groups where no completion is exactly right yet.
+    """
+
+    def __init__(self, answer_key: str = "answer") -> None:
+        self.answer_key = answer_key
+
+    def __call__(self, completion: str, task: Task) -> Verdict:
+        exact = NumberMatch(self.answer_key)(completion, task)
+        if exact.passed or exact.reason is not Reason.WRONG_ANSWER:
+            return exact
+        gold = parse_number(str(task[self.answer_key]))
+        value = parse_number(exact.answer or "")
+        if gold is None or value is None:  # unreachable after NumberMatch's checks; kept as a wall
+            return exact
+        distance = abs(value - gold) / max(1, abs(gold))
+        return Verdict.fail(Reason.WRONG_ANSWER, exact.answer, score=float(1 / (1 + distance)))
+
+    def __repr__(self) -> str:
+        return f"NumberProximity(answer_key={self.answer_key!r})"
+
+
 class ExactMatch:
     """Passes when the extracted answer equals ``task[answer_key]`` after case/space folding."""
 
