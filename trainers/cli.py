@@ -11,6 +11,8 @@ from typing import Any
 import envs
 
 EXIT_ERROR = 2
+TINY_WARM_START = 40
+TINY_LEARNING_RATE = 5e-4
 EXIT_CHECK_FAILED = 1
 
 
@@ -74,6 +76,55 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tiny_model(args: argparse.Namespace) -> int:
+    """Build the tiny offline model (tokenizer trained on ``--env``'s text) into OUT."""
+    from trainers.tiny_model import build_tiny_model
+
+    env = envs.make(args.env, **parse_env_args(args.env_arg))
+    path = build_tiny_model(args.out, env, hidden_size=args.hidden_size, num_layers=args.num_layers, seed=args.seed)
+    print(f"tiny model written to {path}")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Run GRPO on an env; metrics, checkpoints, the model and a reward plot go to --output-dir."""
+    from trainers.config import GRPOConfig, LoraSettings
+    from trainers.train import train
+
+    tiny = args.model is None
+    config = GRPOConfig(
+        model=args.model,
+        env_id=args.env,
+        env_kwargs=parse_env_args(args.env_arg),
+        max_steps=args.max_steps,
+        output_dir=args.output_dir or f"runs/{args.env.replace('/', '_')}",
+        num_generations=args.num_generations,
+        prompts_per_step=args.prompts_per_step,
+        max_completion_length=args.max_completion_length,
+        learning_rate=args.learning_rate or (TINY_LEARNING_RATE if tiny else 1e-6),
+        beta=args.beta,
+        warm_start_steps=args.warm_start_steps if args.warm_start_steps is not None else (TINY_WARM_START if tiny else 0),
+        lora=LoraSettings(r=args.lora_r) if args.lora_r else None,
+        liger_loss=args.liger_loss,
+        save_steps=args.save_steps,
+        seed=args.seed,
+    )
+    if config.warm_start_steps:
+        print(f"note: a supervised warm start of {config.warm_start_steps} steps on {args.env}'s reference answers runs first")
+    result = train(config.env_id, config, backend=args.backend, resume=args.resume)
+    rows = [r for r in result.metrics if "reward/mean" in r]
+    if rows:
+        fifth = max(1, len(rows) // 5)
+        first = sum(r["reward/mean"] for r in rows[:fifth]) / fifth
+        last = sum(r["reward/mean"] for r in rows[-fifth:]) / fifth
+        print(f"reward mean: first fifth {first:.3f} -> last fifth {last:.3f} over {result.steps} steps")
+    print(f"metrics: {result.output_dir / 'metrics.jsonl'}")
+    print(f"model:   {result.model_dir}")
+    if result.plot:
+        print(f"plot:    {result.plot}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr-gym", description="Verifiable-reward environments for GRPO.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -96,6 +147,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the Verdict as JSON")
     p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
     p.set_defaults(run=cmd_verify)
+
+    p = sub.add_parser("tiny-model", help="build a tiny offline causal LM + tokenizer for tests and demos")
+    p.add_argument("out", metavar="OUT")
+    p.add_argument("--env", default="arith", help="env whose text trains the tokenizer (default arith)")
+    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--hidden-size", type=int, default=64)
+    p.add_argument("--num-layers", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_tiny_model)
+
+    p = sub.add_parser("train", help="train a model on an env with GRPO")
+    p.add_argument("--env", required=True, metavar="ID")
+    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
+    p.add_argument("--model", default=None, help="HF model path or hub id (default: the tiny offline model)")
+    p.add_argument("--backend", default="auto", help="training backend (default: chosen from the hardware)")
+    p.add_argument("--max-steps", type=int, default=100)
+    p.add_argument("--output-dir", default=None, help="default runs/ENV")
+    p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output-dir")
+    p.add_argument("--num-generations", type=int, default=8, help="completions per prompt (group size)")
+    p.add_argument("--prompts-per-step", type=int, default=4)
+    p.add_argument("--max-completion-length", type=int, default=32)
+    p.add_argument("--learning-rate", type=float, default=None)
+    p.add_argument("--beta", type=float, default=0.0, help="KL coefficient")
+    p.add_argument("--warm-start-steps", type=int, default=None, help="supervised steps on reference answers first")
+    p.add_argument("--lora-r", type=int, default=0, help="train a LoRA adapter of this rank (0: full fine-tune)")
+    p.add_argument("--liger-loss", action="store_true", help="use Liger's chunked GRPO loss")
+    p.add_argument("--save-steps", type=int, default=25)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_train)
     return parser
 
 
@@ -104,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (CliError, envs.RegistryError, ValueError, TypeError, LookupError) as exc:
+    except (CliError, envs.RegistryError, ValueError, TypeError, LookupError, FileNotFoundError, RuntimeError) as exc:
         print(f"rlvr-gym: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

@@ -1,0 +1,90 @@
+"""Liger's chunked GRPO loss inside TRL's ``GRPOTrainer``.
+
+TRL 1.16 dropped ``use_liger_loss``, and its ``use_liger_kernel`` patches the model with
+Triton kernels that cannot run on a CPU. This module wires ``LigerFusedLinearGRPOLoss`` in
+directly: the loss is computed from the last hidden states and the LM head's weight in chunks,
+so the full ``batch × length × vocab`` logits tensor is never materialised. The chunked loss is
+plain torch and runs on CPU (eager) and GPU (``torch.compile``d); no Triton model kernels are used.
+
+Not covered (refused with a clear message): vision inputs, tool masks, vLLM importance
+sampling correction — the plain TRL loss handles those.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+UNSUPPORTED_INPUTS = ("pixel_values", "tool_mask", "importance_sampling_ratio")
+
+
+def available() -> tuple[bool, str]:
+    if importlib.util.find_spec("liger_kernel") is None:
+        return False, "liger-kernel is not installed: pip install 'rlvr-gym[liger]'"
+    return True, "Liger chunked GRPO loss"
+
+
+def liger_trainer_class() -> type:
+    """A ``GRPOTrainer`` subclass whose training loss is Liger's chunked fused-linear GRPO loss."""
+    ok, why = available()
+    if not ok:
+        raise RuntimeError(f"liger_loss=True but {why}")
+    import torch
+    from liger_kernel.chunked_loss import LigerFusedLinearGRPOLoss
+    from trl import GRPOTrainer
+
+    class LigerGRPOTrainer(GRPOTrainer):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            a = self.args
+            self.liger_grpo_loss = LigerFusedLinearGRPOLoss(
+                beta=a.beta,
+                compiled=torch.cuda.is_available(),
+                use_ref_model=a.beta != 0.0,
+                epsilon_low=a.epsilon,
+                epsilon_high=a.epsilon_high if a.epsilon_high is not None else a.epsilon,
+                loss_type=a.loss_type,
+                max_completion_length=a.max_completion_length,
+                importance_sampling_level=a.importance_sampling_level,
+                temperature=a.temperature,
+            )
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            if return_outputs:
+                raise ValueError("GRPOTrainer does not return outputs from compute_loss")
+            present = [key for key in UNSUPPORTED_INPUTS if inputs.get(key) is not None]
+            if present:
+                raise NotImplementedError(f"liger_loss does not support inputs {present}; set liger_loss=False")
+            unwrapped = self.accelerator.unwrap_model(model)
+            prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
+            input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
+            attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+            hidden = last_hidden_states(unwrapped, input_ids, attention_mask, completion_ids.size(1))
+            head = unwrapped.get_output_embeddings()
+            loss, metrics = self.liger_grpo_loss(
+                _input=hidden,
+                lin_weight=head.weight,
+                selected_token_ids=completion_ids,
+                attention_mask=inputs["completion_mask"],
+                advantages=inputs["advantages"],
+                bias=head.bias,
+                old_per_token_logps=inputs.get("old_per_token_logps"),
+                ref_per_token_logps=inputs.get("ref_per_token_logps"),
+            )
+            mode = "train" if self.model.training else "eval"
+            if self.beta != 0.0:
+                self._metrics[mode]["kl"].append(self.accelerator.gather(metrics[0]).mean().item())
+            self._metrics[mode]["clip_ratio/region_mean"].append(self.accelerator.gather(metrics[-1]).mean().item())
+            return loss
+
+    return LigerGRPOTrainer
+
+
+def last_hidden_states(model: Any, input_ids: Any, attention_mask: Any, keep: int) -> Any:
+    """Final-layer hidden states that predict the last ``keep`` tokens (no LM head applied)."""
+    base = model
+    if hasattr(base, "get_base_model"):  # PEFT: the adapted model, with LoRA layers in place
+        base = base.get_base_model()
+    decoder = base.get_decoder() if hasattr(base, "get_decoder") else base.model
+    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    return hidden[:, :-1, :][:, -keep:, :]

@@ -1,0 +1,114 @@
+"""Env verdicts as reward functions: one per rubric component, so trainers log each one.
+
+The batch is verified once (``env.verify_batch``, in a worker thread with a wall-clock budget)
+and every component's function reads its own score from that one result. A verifier *error*
+becomes ``None`` — TRL treats the row as unscorable and gives it no advantage — and is counted
+in the metrics; it is never passed off as a reward of 0.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from envs import SingleTurnEnv
+from verifiers import Reason, Rubric, Task, Verdict
+
+logger = logging.getLogger("rlvr_gym.backends")
+
+RewardFunction = Callable[..., list[float | None]]
+
+
+class EnvRewards:
+    """Builds the reward functions and metrics for one env; shared by every backend."""
+
+    def __init__(self, env: SingleTurnEnv, *, num_generations: int, timeout_s: float = 60.0) -> None:
+        self.env = env
+        self.num_generations = num_generations
+        self.timeout_s = timeout_s
+        rubric = env.rubric
+        self.weights = dict(rubric.normalized_weights) if isinstance(rubric, Rubric) else {"reward": 1.0}
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify")
+        self._batch: tuple[Sequence[Any], list[Verdict] | None] | None = None
+        self.totals: Counter[str] = Counter()
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.weights)
+
+    def functions(self) -> list[RewardFunction]:
+        """One TRL-style reward function per component (``__name__`` is the component name)."""
+        return [self._component(name) for name in self.names]
+
+    def _component(self, name: str) -> RewardFunction:
+        def reward(prompts: list, completions: list, task_split: list, task_index: list, **kwargs: Any) -> list:
+            verdicts = self.verdicts(completions, task_split, task_index, kwargs.get("log_metric"))
+            if verdicts is None:
+                return [None] * len(completions)
+            return [None if v.reason is Reason.ERROR else self._score(v, name) for v in verdicts]
+
+        reward.__name__ = name
+        return reward
+
+    def _score(self, verdict: Verdict, name: str) -> float:
+        scores = verdict.details.get("scores")
+        return float(scores[name]) if isinstance(scores, dict) and name in scores else verdict.score
+
+    def verdicts(
+        self, completions: Sequence[Any], splits: Sequence[str], indices: Sequence[int], log_metric: Any = None
+    ) -> list[Verdict] | None:
+        """Verdicts for a batch, computed once however many component functions ask for them."""
+        if self._batch is not None and self._batch[0] is completions:
+            return self._batch[1]
+        tasks: list[Task] = [self.env.tasks(s)[int(i)] for s, i in zip(splits, indices, strict=True)]
+        future = self._pool.submit(self.env.verify_batch, completions, tasks)
+        try:
+            verdicts: list[Verdict] | None = future.result(timeout=self.timeout_s)
+        except concurrent.futures.TimeoutError:
+            logger.warning("verify_batch exceeded %.0f s; the batch is left unscored (not zeroed)", self.timeout_s)
+            verdicts = None
+        self._batch = (completions, verdicts)
+        self._record(verdicts, len(completions), log_metric)
+        return verdicts
+
+    def _record(self, verdicts: list[Verdict] | None, size: int, log_metric: Any) -> None:
+        """Count reasons and log accuracy, verifier errors/timeouts and advantages for this batch."""
+        metrics: dict[str, float] = {}
+        if verdicts is None:
+            self.totals["batch_timeouts"] += 1
+            metrics = {"verifier/batch_timeouts": 1.0, "verifier/errors": float(size)}
+        else:
+            reasons = Counter(v.reason.value for v in verdicts)
+            self.totals.update(reasons)
+            metrics["accuracy"] = sum(v.passed for v in verdicts) / size
+            metrics["verifier/errors"] = float(reasons[Reason.ERROR.value])
+            metrics["verifier/timeouts"] = float(reasons[Reason.TIMEOUT.value])
+            for reason in Reason:
+                metrics[f"reasons/{reason.value}"] = reasons[reason.value] / size
+            metrics.update(self._advantage_stats(verdicts))
+        if log_metric is not None:
+            for key, value in metrics.items():
+                log_metric(key, value)
+
+    def _advantage_stats(self, verdicts: list[Verdict]) -> dict[str, float]:
+        """Group-normalised advantages, as GRPO computes them, for the logs."""
+        rewards = [v.score for v in verdicts]
+        g = self.num_generations
+        advantages = []
+        for start in range(0, len(rewards) - len(rewards) % g, g):
+            group = rewards[start : start + g]
+            mean = sum(group) / g
+            std = math.sqrt(sum((r - mean) ** 2 for r in group) / max(1, g - 1))
+            advantages += [(r - mean) / (std + 1e-4) for r in group]
+        if not advantages:
+            return {}
+        mean = sum(advantages) / len(advantages)
+        std = math.sqrt(sum((a - mean) ** 2 for a in advantages) / len(advantages))
+        return {"advantage/mean": mean, "advantage/std": std}
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

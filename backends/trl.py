@@ -1,0 +1,205 @@
+"""The ``trl`` backend: TRL's ``GRPOTrainer`` on any env, CPU or GPU, full or LoRA.
+
+The env becomes a ``datasets.Dataset`` of prompts (plus the columns that locate each task) and
+one reward function per rubric component (:class:`backends.rewards.EnvRewards`), with the
+rubric's weights as TRL's ``reward_weights``. Nothing here knows which env it trains.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from backends.rewards import EnvRewards
+from envs import SingleTurnEnv
+from trainers.config import GRPOConfig
+from trainers.metrics import MetricsWriter, plot_rewards, read_metrics, truncate_metrics
+
+logger = logging.getLogger("rlvr_gym.backends")
+
+NAME = "trl"
+REQUIRED = ("torch", "trl", "transformers", "datasets", "accelerate")
+
+
+@dataclass
+class RunResult:
+    """What a finished run left behind."""
+
+    output_dir: Path
+    model_dir: Path
+    steps: int
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    plot: Path | None = None
+
+
+def available() -> tuple[bool, str]:
+    """Whether this backend can run here, and if not, exactly what is missing."""
+    missing = [name for name in REQUIRED if importlib.util.find_spec(name) is None]
+    if missing:
+        return False, f"missing packages {missing}: pip install 'rlvr-gym[trl]'"
+    return True, "TRL GRPOTrainer " + ("on CUDA" if _cuda() else "on CPU")
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def build_dataset(env: SingleTurnEnv, split: str, tokenizer: Any = None, max_prompt_length: int | None = None):
+    """Prompts of ``split`` as a ``datasets.Dataset`` with ``task_split``/``task_index`` columns.
+
+    Scalar task fields ride along for inspection; rewards look tasks up by index, so no task
+    value has to survive a round trip through Arrow. Prompts longer than ``max_prompt_length``
+    tokens are dropped with a warning rather than silently truncated.
+    """
+    from datasets import Dataset
+
+    rows = []
+    dropped = 0
+    for index, task in enumerate(env.tasks(split)):
+        prompt = env.prompt(task)
+        if tokenizer is not None and max_prompt_length is not None and _prompt_tokens(tokenizer, prompt) > max_prompt_length:
+            dropped += 1
+            continue
+        extras = {f"task_{k}": v for k, v in task.items() if isinstance(v, str | int | float | bool) and f"task_{k}" not in ("task_split", "task_index")}
+        rows.append({"prompt": prompt, "task_split": split, "task_index": index, **extras})
+    if dropped:
+        logger.warning("dropped %d of %d %s prompts longer than %d tokens", dropped, dropped + len(rows), split, max_prompt_length)
+    if not rows:
+        raise ValueError(f"no {split} prompt fits max_prompt_length={max_prompt_length}")
+    return Dataset.from_list(rows)
+
+
+def _prompt_tokens(tokenizer: Any, prompt: Any) -> int:
+    if isinstance(prompt, str):
+        return len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+    return len(tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"])
+
+
+def trl_config(config: GRPOConfig, rewards: EnvRewards, **overrides: Any):
+    """TRL's ``GRPOConfig`` for our config (CPU: fp32 and ``use_cpu``; GPU: bf16 when supported)."""
+    import torch
+    from trl import GRPOConfig as TRLGRPOConfig
+
+    cuda = torch.cuda.is_available()
+    bf16 = cuda and torch.cuda.is_bf16_supported()
+    kwargs = dict(
+        output_dir=config.output_dir,
+        max_steps=config.max_steps,
+        per_device_train_batch_size=config.completions_per_step,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        num_generations=config.num_generations,
+        max_completion_length=config.max_completion_length,
+        temperature=config.temperature,
+        learning_rate=config.learning_rate,
+        lr_scheduler_type="constant",
+        beta=config.beta,
+        epsilon=config.epsilon,
+        epsilon_high=config.epsilon_high,
+        loss_type=config.loss_type,
+        scale_rewards=config.scale_rewards,
+        reward_weights=[rewards.weights[name] for name in rewards.names],
+        logging_steps=config.logging_steps,
+        save_strategy="steps",
+        save_steps=config.save_steps,
+        seed=config.seed,
+        data_seed=config.seed,
+        report_to=list(config.report_to) or "none",
+        use_cpu=not cuda,
+        bf16=bf16,
+        fp16=False,
+        remove_unused_columns=False,
+        log_completions=False,
+        disable_tqdm=False,
+    )
+    kwargs.update(overrides)
+    return TRLGRPOConfig(**kwargs)
+
+
+def peft_config(config: GRPOConfig):
+    if config.lora is None:
+        return None
+    from peft import LoraConfig
+
+    lora = config.lora
+    targets = lora.target_modules if isinstance(lora.target_modules, str) else list(lora.target_modules)
+    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets, task_type="CAUSAL_LM")
+
+
+def metrics_callback(writer: MetricsWriter):
+    """A transformers ``TrainerCallback`` that feeds :class:`MetricsWriter`."""
+    from transformers import TrainerCallback
+
+    class _Metrics(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            writer.step_begin()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            writer.step_end()
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if state.is_world_process_zero and logs and ("reward" in logs or "loss" in logs):
+                writer.write(state.global_step, dict(logs))
+
+    return _Metrics()
+
+
+def last_checkpoint(output_dir: str | Path) -> Path | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    directory = Path(output_dir)
+    found = get_last_checkpoint(str(directory)) if directory.is_dir() else None
+    return Path(found) if found else None
+
+
+def train(env: SingleTurnEnv, config: GRPOConfig, *, model: str | Path, resume: bool = False, trainer_class: Any = None, **trl_overrides: Any) -> RunResult:
+    """Run GRPO on ``env`` with TRL; ``model`` is a path or hub id (already warm-started if wanted).
+
+    ``resume=True`` continues from the last checkpoint in ``config.output_dir`` with the same
+    data order (TRL's sampler is seeded and the Trainer skips consumed batches).
+    """
+    ok, why = available()
+    if not ok:
+        raise RuntimeError(f"trl backend unavailable: {why}")
+    if config.liger_loss:
+        from backends.liger import liger_trainer_class
+
+        trainer_class = liger_trainer_class()
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer
+
+    output_dir = Path(config.output_dir)
+    checkpoint = last_checkpoint(output_dir) if resume else None
+    if resume and checkpoint is None:
+        raise FileNotFoundError(f"--resume: no checkpoint-* folder in {output_dir}")
+    tokenizer = AutoTokenizer.from_pretrained(str(model))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    rewards = EnvRewards(env, num_generations=config.num_generations, timeout_s=config.verify_timeout_s)
+    dataset = build_dataset(env, env.splits[0], tokenizer, config.max_prompt_length)
+    writer = MetricsWriter(output_dir)
+    if checkpoint is not None:
+        truncate_metrics(output_dir, int(checkpoint.name.rsplit("-", 1)[-1]))
+    else:
+        writer.path.unlink(missing_ok=True)
+    trainer = (trainer_class or GRPOTrainer)(
+        model=str(model),
+        reward_funcs=rewards.functions(),
+        args=trl_config(config, rewards, **trl_overrides),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config(config),
+        callbacks=[metrics_callback(writer)],
+    )
+    try:
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    finally:
+        rewards.close()
+    model_dir = output_dir / "final"
+    trainer.save_model(str(model_dir))
+    tokenizer.save_pretrained(str(model_dir))
+    return RunResult(output_dir, model_dir, trainer.state.global_step, read_metrics(output_dir), plot_rewards(output_dir))

@@ -1,0 +1,109 @@
+"""GRPOConfig: one backend-neutral description of a GRPO run.
+
+Backends translate it into their engine's own configuration; nothing here names an engine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo"]
+ScaleRewards = Literal["group", "batch", "none"]
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """PEFT LoRA adapter settings (``target_modules="all-linear"`` adapts every linear layer)."""
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: tuple[str, ...] | str = "all-linear"
+
+    def __post_init__(self) -> None:
+        if self.r < 1 or self.alpha < 1:
+            raise ValueError(f"LoRA r and alpha must be >= 1, got r={self.r}, alpha={self.alpha}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"LoRA dropout must be in [0, 1), got {self.dropout}")
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """A GRPO run, independent of the backend that executes it.
+
+    ``model=None`` means the tiny offline model built for the env (see ``rlvr-gym tiny-model``);
+    ``warm_start_steps`` runs that many supervised steps on the env's reference answers before
+    GRPO (a stated shortcut so a tiny model has something to reinforce).
+    """
+
+    model: str | None = None
+    env_id: str = "arith"
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    num_generations: int = 4
+    prompts_per_step: int = 4
+    gradient_accumulation_steps: int = 1
+    max_prompt_length: int = 512
+    max_completion_length: int = 64
+    temperature: float = 1.0
+    learning_rate: float = 1e-5
+    beta: float = 0.0
+    epsilon: float = 0.2
+    epsilon_high: float | None = None
+    loss_type: LossType = "dapo"
+    scale_rewards: ScaleRewards = "group"
+    lora: LoraSettings | None = None
+    liger_loss: bool = False
+    max_steps: int = 100
+    warm_start_steps: int = 0
+    warm_start_learning_rate: float = 3e-3
+    seed: int = 0
+    output_dir: str = "runs/grpo"
+    logging_steps: int = 1
+    save_steps: int = 25
+    report_to: tuple[str, ...] = ()
+    verify_timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        positive = ("num_generations", "prompts_per_step", "gradient_accumulation_steps", "max_prompt_length",
+                    "max_completion_length", "max_steps", "logging_steps", "save_steps")
+        for name in positive:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.num_generations < 2:
+            raise ValueError(f"num_generations must be >= 2 (GRPO compares completions in a group), got {self.num_generations}")
+        if self.warm_start_steps < 0:
+            raise ValueError(f"warm_start_steps must be >= 0, got {self.warm_start_steps}")
+        for name in ("learning_rate", "temperature", "warm_start_learning_rate", "verify_timeout_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        if not (math.isfinite(self.beta) and self.beta >= 0):
+            raise ValueError(f"beta (KL coefficient) must be >= 0, got {self.beta}")
+        if not 0 < self.epsilon < 1 or (self.epsilon_high is not None and not 0 < self.epsilon_high < 1):
+            raise ValueError(f"epsilon/epsilon_high must lie in (0, 1), got {self.epsilon}/{self.epsilon_high}")
+        if self.loss_type not in LossType.__args__:
+            raise ValueError(f"loss_type must be one of {LossType.__args__}, got {self.loss_type!r}")
+        if self.scale_rewards not in ScaleRewards.__args__:
+            raise ValueError(f"scale_rewards must be one of {ScaleRewards.__args__}, got {self.scale_rewards!r}")
+        if isinstance(self.lora, dict):
+            object.__setattr__(self, "lora", LoraSettings(**self.lora))
+
+    @property
+    def completions_per_step(self) -> int:
+        """Completions generated per optimizer step (prompts × group size)."""
+        return self.prompts_per_step * self.num_generations
+
+    def replace(self, **changes: Any) -> GRPOConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2, default=list) + "\n")

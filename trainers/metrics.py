@@ -1,0 +1,144 @@
+"""Run metrics: a JSONL row per logging step, a zero-variance warning, and a PNG of the curves."""
+
+from __future__ import annotations
+
+import json
+import logging
+import resource
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("rlvr_gym.trainers")
+
+METRICS_FILE = "metrics.jsonl"
+
+# TRL's log keys -> ours (TRL prefixes with train/ or not depending on version; both are handled).
+RENAMES = {
+    "reward": "reward/mean",
+    "reward_std": "reward/std",
+    "frac_reward_zero_std": "zero_variance_groups",
+    "completions/mean_length": "completion_length",
+    "completions/clipped_ratio": "clipped_ratio",
+}
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def peak_gpu_bytes() -> int | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return int(torch.cuda.max_memory_allocated()) if torch.cuda.is_available() else None
+
+
+def normalise(logs: dict[str, Any]) -> dict[str, Any]:
+    """TRL's log dict with our names: ``rewards/<c>/mean`` -> ``reward/<c>/mean`` etc."""
+    row: dict[str, Any] = {}
+    for key, value in logs.items():
+        key = key.removeprefix("train/")
+        if key.startswith("rewards/"):
+            key = "reward/" + key.removeprefix("rewards/")
+        row[RENAMES.get(key, key)] = value
+    return row
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    path = Path(run_dir) / METRICS_FILE
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def truncate_metrics(run_dir: str | Path, after_step: int) -> None:
+    """Drop rows past ``after_step`` (a resumed run re-logs them from its checkpoint)."""
+    path = Path(run_dir) / METRICS_FILE
+    kept = [row for row in read_metrics(run_dir) if row.get("step", 0) <= after_step]
+    if path.exists():
+        path.write_text("".join(json.dumps(row) + "\n" for row in kept))
+
+
+class MetricsWriter:
+    """Appends one JSON row per log event; warns when groups keep having zero reward variance.
+
+    Groups whose completions all earn the same reward have zero advantage and teach nothing:
+    if that fraction stays above ``zero_variance_warn`` for ``window`` logs, the run says so.
+    """
+
+    def __init__(self, run_dir: str | Path, *, zero_variance_warn: float = 0.8, window: int = 5) -> None:
+        self.path = Path(run_dir) / METRICS_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.zero_variance_warn = zero_variance_warn
+        self.recent: deque[float] = deque(maxlen=window)
+        self.warned = False
+        self.step_started = time.perf_counter()
+        self.step_times: list[float] = []
+
+    def step_begin(self) -> None:
+        self.step_started = time.perf_counter()
+
+    def step_end(self) -> None:
+        self.step_times.append(time.perf_counter() - self.step_started)
+
+    def write(self, step: int, logs: dict[str, Any]) -> dict[str, Any]:
+        row = {"step": step, **normalise(logs)}
+        if self.step_times:
+            row["step_time_s"] = sum(self.step_times) / len(self.step_times)
+            self.step_times.clear()
+        row["peak_rss_bytes"] = peak_rss_bytes()
+        gpu = peak_gpu_bytes()
+        if gpu is not None:
+            row["peak_gpu_bytes"] = gpu
+        with self.path.open("a") as out:
+            out.write(json.dumps(row) + "\n")
+        self._watch_zero_variance(row)
+        return row
+
+    def _watch_zero_variance(self, row: dict[str, Any]) -> None:
+        value = row.get("zero_variance_groups")
+        if not isinstance(value, int | float):
+            return
+        self.recent.append(float(value))
+        full = len(self.recent) == self.recent.maxlen
+        if full and not self.warned and min(self.recent) >= self.zero_variance_warn:
+            self.warned = True
+            logger.warning(
+                "%.0f%%+ of groups had zero reward variance for %d logs in a row: they give no learning signal. "
+                "Try more generations, a higher temperature, an easier env setting or a warm start.",
+                100 * self.zero_variance_warn,
+                len(self.recent),
+            )
+
+
+def plot_rewards(run_dir: str | Path, out_name: str = "reward_curve.png") -> Path | None:
+    """A PNG of total and per-component reward and accuracy per step; ``None`` without metrics."""
+    rows = [r for r in read_metrics(run_dir) if "reward/mean" in r]
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [r["step"] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for key in sorted({k for r in rows for k in r if k.startswith("reward/") and k.endswith("/mean")}):
+        ax.plot(steps, [r.get(key) for r in rows], label=key.removesuffix("/mean"))
+    if any("accuracy" in r for r in rows):
+        ax.plot(steps, [r.get("accuracy") for r in rows], label="accuracy", linestyle="--")
+    ax.set_xlabel("step")
+    ax.set_ylabel("reward")
+    ax.set_ylim(-0.05, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    ax.set_title(f"GRPO on {Path(run_dir).name}")
+    fig.tight_layout()
+    path = Path(run_dir) / out_name
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,67 @@
+"""``train(env, config, backend)``: the backend-neutral entry point of a GRPO run."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import backends
+import envs
+from envs import SingleTurnEnv
+from trainers.config import GRPOConfig
+
+logger = logging.getLogger("rlvr_gym.trainers")
+
+TINY_MODEL_DIR = "tiny-model"
+WARM_START_DIR = "warm-start"
+
+
+def resolve_env(env: SingleTurnEnv | str, config: GRPOConfig) -> SingleTurnEnv:
+    if isinstance(env, SingleTurnEnv):
+        return env
+    return envs.make(env, **config.env_kwargs)
+
+
+def prepare_model(env: SingleTurnEnv, config: GRPOConfig, *, resume: bool) -> Path | str:
+    """The model GRPO starts from: ``config.model`` or the tiny offline one, warm-started if asked.
+
+    On ``resume`` the earlier run's tiny and warm-started models are reused (the checkpoint
+    holds the trained weights; these only rebuild the same starting architecture).
+    """
+    output_dir = Path(config.output_dir)
+    model: Path | str
+    if config.model is not None:
+        model = config.model
+    else:
+        from trainers.tiny_model import build_tiny_model
+
+        model = output_dir / TINY_MODEL_DIR
+        if not (resume and (model / "config.json").is_file()):
+            logger.info("building the tiny offline model in %s", model)
+            build_tiny_model(model, env, seed=config.seed)
+    if config.warm_start_steps:
+        warm = output_dir / WARM_START_DIR
+        if not (resume and (warm / "config.json").is_file()):
+            from trainers.warm_start import warm_start
+
+            logger.info("supervised warm start: %d steps on %s reference answers", config.warm_start_steps, env)
+            warm_start(model, env, warm, steps=config.warm_start_steps, learning_rate=config.warm_start_learning_rate, seed=config.seed)
+        model = warm
+    return model
+
+
+def train(env: SingleTurnEnv | str, config: GRPOConfig, backend: str = "auto", *, resume: bool = False):
+    """Train ``env`` (an env object or a registered id) with GRPO on ``backend``.
+
+    Returns the backend's ``RunResult`` (output folder, saved model, metrics rows, plot path).
+    """
+    env = resolve_env(env, config)
+    name = backends.auto() if backend == "auto" else backend
+    module = backends.get(name)
+    ok, why = module.available()
+    if not ok:
+        raise RuntimeError(f"backend {name!r} cannot run here: {why}")
+    Path(config.output_dir).mkdir(parents=True, exist_ok=True)
+    config.save(Path(config.output_dir) / "config.json")
+    model = prepare_model(env, config, resume=resume)
+    return module.train(env, config, model=model, resume=resume)
