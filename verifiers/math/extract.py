@@ -1,0 +1,75 @@
+"""Find the final answer a completion commits to.
+
+Looks, in order of how explicit the commitment is: the last ``<answer>...</answer>``, the last
+``\\boxed{...}`` (nested braces, scanned in linear time), GSM8K's ``#### x``, "the (final)
+answer is x", a completion that is only the answer, and, when asked, the last number.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_ANSWER_CHARS = 500
+"""Longer extractions are not answers; later steps refuse them as ``bad_format``."""
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BOXED_SPACE = re.compile(r"\\boxed +([^\s$]+)")
+_HASHES = re.compile(r"####\s*([^\n]*)")
+_SAYS = re.compile(
+    r"(?:the\s+)?(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*([^\n]*)", re.IGNORECASE
+)
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def find_boxed(text: str) -> str | None:
+    """Contents of the last ``\\boxed{...}`` with balanced braces, or ``None`` (unbalanced too)."""
+    starts = [m.end() for m in _BOXED.finditer(text)]
+    if not starts:
+        match = None
+        for match in _BOXED_SPACE.finditer(text):
+            pass
+        return match.group(1) if match else None
+    start = starts[-1]
+    depth = 1
+    for position in range(start, len(text)):
+        char = text[position]
+        if char == "{" and text[position - 1] != "\\":
+            depth += 1
+        elif char == "}" and text[position - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return text[start:position]
+    return None
+
+
+def _sentence(rest: str) -> str:
+    """The answer part of "the answer is X. Because ..." : up to a sentence end."""
+    rest = rest.strip()
+    match = re.match(r"(.*?)(?:\.\s+[A-Z]|\.$|$)", rest)
+    return (match.group(1) if match else rest).strip().rstrip(".").strip()
+
+
+def extract_answer(text: str, *, last_number_fallback: bool = False) -> str | None:
+    """The answer string ``text`` commits to, or ``None`` when it commits to none."""
+    tagged = _ANSWER_TAG.findall(text)
+    if tagged:
+        inner = tagged[-1].strip()
+        return find_boxed(inner) or inner
+    boxed = find_boxed(text)
+    if boxed is not None:
+        return boxed.strip()
+    hashes = _HASHES.findall(text)
+    if hashes:
+        return hashes[-1].strip()
+    said = _SAYS.findall(text)
+    if said:
+        return _sentence(said[-1])
+    bare = text.strip()
+    if bare and "\n" not in bare and len(bare) <= 100:
+        return bare
+    if last_number_fallback:
+        numbers = _NUMBER.findall(text)
+        if numbers:
+            return numbers[-1].rstrip(",")
+    return None
