@@ -1,11 +1,12 @@
 """A hard wall-clock and memory budget for symbolic work: a warm worker process that is killed.
 
 A signal alarm cannot stop sympy while it multiplies huge integers in C, so symbolic
-comparisons run in a separate, pre-started process with an address-space rlimit. The caller
-waits at most ``timeout`` seconds for the answer; past that it kills the worker (SIGKILL) and
-starts a fresh one. Requests and replies are JSON bytes, so nothing model-derived is unpickled.
-
-Workers come from a ``forkserver`` that pre-imports sympy, so a restart costs milliseconds.
+comparisons run in a separate process (``python -m verifiers.math.budget``) with an
+address-space rlimit. The caller waits at most ``timeout`` seconds for the reply; past that it
+kills the worker (SIGKILL) and promotes a *standby* worker that was started in advance, so the
+next call does not pay sympy's import time. Requests and replies are JSON lines on pipes:
+nothing model-derived is unpickled, and the caller's ``__main__`` is never re-imported (as
+multiprocessing's spawn and forkserver would do).
 """
 
 from __future__ import annotations
@@ -13,17 +14,21 @@ from __future__ import annotations
 import atexit
 import importlib
 import json
-import multiprocessing
 import os
+import select
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 DEFAULT_TIMEOUT = 3.0
 DEFAULT_MEMORY_MB = 1024
-_PRELOAD = ["sympy", "verifiers.math.equivalence"]
+STARTUP_TIMEOUT = 60.0
+_READY = "ready"
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 @dataclass(frozen=True)
@@ -47,112 +52,158 @@ def _limit_memory(memory_mb: int) -> None:
         pass
 
 
-def _serve(conn: Connection, target: str, memory_mb: int) -> None:
-    """Worker loop: one JSON request in, one JSON reply out, until the pipe closes."""
+def serve(target: str, memory_mb: int) -> None:
+    """Worker loop: one JSON request line in, one JSON reply line out, until stdin closes."""
     module_name, _, attr = target.partition(":")
     function = getattr(importlib.import_module(module_name), attr)
     _limit_memory(memory_mb)
-    while True:
+    out = sys.stdout
+    out.write(_READY + "\n")
+    out.flush()
+    for line in sys.stdin:
         try:
-            request = json.loads(conn.recv_bytes())
-        except (EOFError, OSError):
-            return
-        try:
-            reply = {"status": "ok", "value": function(*request)}
+            reply = {"status": "ok", "value": function(*json.loads(line))}
         except MemoryError:
             reply = {"status": "memory"}
         except RecursionError:
-            reply = {"status": "ok", "value": ["error", "recursion limit"]}
+            reply = {"status": "ok", "value": ["invalid", "recursion limit"]}
         try:
-            conn.send_bytes(json.dumps(reply).encode())
+            text = json.dumps(reply)
         except MemoryError:
-            conn.send_bytes(b'{"status": "memory"}')
+            text = '{"status": "memory"}'
+        out.write(text + "\n")
+        out.flush()
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(_PRELOAD)
-        return context
-    return multiprocessing.get_context("spawn")
+class _Process:
+    """One worker process and a line reader over its stdout with a deadline."""
+
+    def __init__(self, target: str, memory_mb: int) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "verifiers.math.budget", target, str(memory_mb)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, close_fds=True,
+        )
+        self.buffer = b""
+        self.ready = False
+        self.owner = os.getpid()
+
+    def readline(self, deadline: float) -> str | None:
+        """The next line, or ``None`` if none arrives before ``deadline`` (or the pipe closes)."""
+        stdout = self.popen.stdout
+        if stdout is None:
+            return None
+        fd = stdout.fileno()
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            readable, _, _ = select.select([fd], [], [], remaining)
+            if not readable:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode()
+
+    def wait_ready(self) -> bool:
+        if not self.ready:
+            self.ready = self.readline(time.monotonic() + STARTUP_TIMEOUT) == _READY
+        return self.ready
+
+    def alive(self) -> bool:
+        return self.owner == os.getpid() and self.popen.poll() is None
+
+    def kill(self) -> None:
+        if self.owner != os.getpid():
+            return
+        if self.popen.poll() is None:
+            self.popen.kill()
+        for stream in (self.popen.stdin, self.popen.stdout):
+            if stream is not None:
+                stream.close()
+        self.popen.wait(timeout=5)
 
 
 class Worker:
-    """One warm worker process running ``target`` (``"module:function"`` of *our* code).
+    """A warm worker process running ``target`` (``"module:function"`` of *our* code), plus a standby.
 
     ``call(*args, timeout=...)`` is thread-safe (calls are serialised) and never raises on a
     slow or crashing computation: it returns an :class:`Outcome` saying what happened.
     """
 
     def __init__(self, target: str, *, memory_mb: int = DEFAULT_MEMORY_MB) -> None:
-        if not isinstance(memory_mb, int) or memory_mb < 64:
+        if isinstance(memory_mb, bool) or not isinstance(memory_mb, int) or memory_mb < 64:
             raise ValueError(f"memory_mb must be an int >= 64, got {memory_mb!r}")
         self.target = target
         self.memory_mb = memory_mb
         self._lock = threading.Lock()
-        self._process: multiprocessing.process.BaseProcess | None = None
-        self._conn: Connection | None = None
-        self._owner = 0
+        self._active: _Process | None = None
+        self._standby: _Process | None = None
         self.restarts = 0
 
     def start(self) -> None:
-        """Start the worker now (otherwise the first call does), so no call pays for it."""
+        """Start the worker (and its standby) now and wait until it is ready."""
         with self._lock:
             self._ensure()
 
-    def _ensure(self) -> Connection:
-        alive = self._process is not None and self._owner == os.getpid() and self._process.is_alive()
-        if alive and self._conn is not None:
-            return self._conn
-        self._stop()
-        context = _context()
-        parent, child = context.Pipe()
-        process = context.Process(target=_serve, args=(child, self.target, self.memory_mb), daemon=True)
-        process.start()
-        child.close()
-        self._process, self._conn, self._owner = process, parent, os.getpid()
-        return parent
-
-    def _stop(self) -> None:
-        process, conn = self._process, self._conn
-        self._process = self._conn = None
-        if conn is not None:
-            conn.close()
-        if process is not None and self._owner == os.getpid():
-            if process.is_alive():
-                process.kill()
-            process.join(timeout=1.0)
+    def _ensure(self) -> _Process:
+        if self._active is not None and self._active.alive():
+            return self._active
+        if self._active is not None:
+            self._active.kill()
+        candidate = self._standby if self._standby is not None and self._standby.alive() else None
+        self._standby = None
+        self._active = candidate or _Process(self.target, self.memory_mb)
+        if not self._active.wait_ready():
+            self._active.kill()
+            self._active = None
+            raise RuntimeError(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
+        self._standby = _Process(self.target, self.memory_mb)
+        return self._active
 
     def call(self, *args: Any, timeout: float = DEFAULT_TIMEOUT) -> Outcome:
         """Run ``target(*args)`` in the worker; kill it if it takes longer than ``timeout``."""
-        if not (isinstance(timeout, int | float) and 0 < timeout < float("inf")):
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < float("inf"):
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        payload = json.dumps(args).encode()
+        payload = (json.dumps(args) + "\n").encode()
         with self._lock:
-            conn = self._ensure()
-            started = time.perf_counter()
+            process = self._ensure()
+            started = time.monotonic()
             try:
-                conn.send_bytes(payload)
-                if conn.poll(timeout):
-                    reply = json.loads(conn.recv_bytes())
-                    elapsed = time.perf_counter() - started
-                    if reply.get("status") == "memory":
-                        self._restart()
-                    return Outcome(reply["status"], reply.get("value"), elapsed)
-            except (EOFError, OSError, ValueError):
-                self._restart()
-                return Outcome("crashed", None, time.perf_counter() - started)
-            self._restart()
-            return Outcome("timeout", None, time.perf_counter() - started)
+                if process.popen.stdin is None:
+                    raise OSError("worker has no stdin")
+                process.popen.stdin.write(payload)
+                process.popen.stdin.flush()
+                line = process.readline(started + timeout)
+            except OSError:
+                line = None
+            elapsed = time.monotonic() - started
+            if line is None:
+                status = "timeout" if process.popen.poll() is None and elapsed >= timeout else "crashed"
+                self._retire()
+                return Outcome(status, None, elapsed)
+            reply = json.loads(line)
+            if reply.get("status") == "memory":
+                self._retire()
+            return Outcome(reply["status"], reply.get("value"), elapsed)
 
-    def _restart(self) -> None:
+    def _retire(self) -> None:
+        """Kill the active worker; the standby takes over at the next call."""
         self.restarts += 1
-        self._stop()
-        self._ensure()
+        if self._active is not None:
+            self._active.kill()
+            self._active = None
 
     def close(self) -> None:
         with self._lock:
-            self._stop()
+            for process in (self._active, self._standby):
+                if process is not None:
+                    process.kill()
+            self._active = self._standby = None
 
 
 _workers: dict[tuple[str, int], Worker] = {}
@@ -172,3 +223,7 @@ def shared_worker(target: str, memory_mb: int = DEFAULT_MEMORY_MB) -> Worker:
 def _close_all() -> None:
     for worker in list(_workers.values()):
         worker.close()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], int(sys.argv[2]))
