@@ -9,18 +9,31 @@ The rubric scores correctness (``MathVerifier``: sympy in a budgeted worker) and
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from envs.data import load_rows
 from envs.env import SingleTurnEnv
 from verifiers import Reason, Rubric, Task, Verdict
-from verifiers.math import MathVerifier, find_boxed, normalize
+from verifiers.math import MathVerifier, fast_number, find_boxed, normalize
 
 SYSTEM_PROMPT = (
     "Solve the math problem. Reason step by step, then write the final answer, simplified, "
     "inside \\boxed{} at the end, e.g. \\boxed{\\frac{3}{4}}."
 )
+
+
+def distinct_answers(first: str, second: str) -> bool:
+    """Cheaply, certainly different answers (for picking a wrong answer from another problem).
+
+    Different normalised strings, also after dropping an ``x=`` prefix, and not the same number.
+    """
+    a, b = (re.sub(r"^[a-zA-Z]=", "", normalize(s)) for s in (first, second))
+    if a == b:
+        return False
+    x, y = fast_number(a), fast_number(b)
+    return x is None or y is None or x != y
 
 
 class BoxedFormat:
@@ -74,11 +87,8 @@ class MATH500Env(SingleTurnEnv):
     def wrong_completions(self, task: Task) -> list[str]:
         """Another problem's (different) answer, and a hedge between the gold answer and it."""
         tasks = self.tasks("test")
-        gold = normalize(task["answer"])
         start = next((i for i, t in enumerate(tasks) if t is task), 0)
-        other = next(
-            t["answer"] for t in (*tasks[start + 1 :], *tasks[:start]) if normalize(t["answer"]) != gold
-        )
+        other = next(t["answer"] for t in (*tasks[start + 1 :], *tasks[:start]) if distinct_answers(t["answer"], task["answer"]))
         return [
             *super().wrong_completions(task),
             f"The answer is \\boxed{{{other}}}",
