@@ -182,7 +182,7 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
     gold_number, pred_number = fast_number(gold_norm), fast_number(pred_norm)
     if gold_number is not None and pred_number is not None:
         return Equivalence(EQUAL if gold_number == pred_number else DIFFERENT, "numeric")
-    if _is_words(gold_norm.replace("\\", "")) or (gold_number is not None and _is_words(pred_norm)):
+    if ("\\" not in gold_norm and _is_words(gold_norm)) or (gold_number is not None and _is_words(pred_norm)):
         same_words = gold_norm.casefold() == pred_norm.casefold()
         return Equivalence(EQUAL if same_words else DIFFERENT, "text")
     if gold_number is not None and pred_number is None and not _HAS_DIGIT.search(pred_norm) and "\\" not in pred_norm:

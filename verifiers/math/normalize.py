@@ -23,7 +23,7 @@ _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree")
 _TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}")
 _PERCENT = re.compile(r"\\?%")
 _CURRENCY = re.compile(r"\\\$|\$|€|£|\\euro")
-_UNIT_TAIL = re.compile(r"(?<=[\d}.])\s*[a-zA-Z][a-zA-Z .]*(?:\^\{?\d\}?)?$")
+_UNIT_TAIL = re.compile(r"([+-]?[\d.,]*\d\.?)\s*[a-zA-Z][a-zA-Z .]*[a-zA-Z.](?:\^\{?\d\}?)?")
 _IN_SET = re.compile(r"^[a-zA-Z]\s*\\in\s*")
 _MIXED_SPACE = re.compile(r"^([+-]?)(\d+)\s+(\d+)\s*/\s*(\d+)$")
 _MIXED_TEX = re.compile(r"^([+-]?)(\d+)\s*\\frac\s*\{?(\d+)\}?\s*\{?(\d+)\}?$")
@@ -96,8 +96,8 @@ def normalize(answer: str) -> str:
     text = _PERCENT.sub("", text)
     text = _CURRENCY.sub("", text)
     text = _IN_SET.sub("", text).strip()
-    if re.match(r"[+-]?[\d.]", text) and not re.search(r"\\[a-zA-Z]", text):
-        text = _UNIT_TAIL.sub("", text)
+    if unit := _UNIT_TAIL.fullmatch(text):  # "72 dollars", "5 apples": a number then words
+        text = unit.group(1)
     text = text.strip().rstrip(".").strip()
     mixed = _MIXED_SPACE.fullmatch(text) or _MIXED_TEX.fullmatch(text)
     if mixed:
