@@ -65,6 +65,21 @@ def strip_delimiters(text: str) -> str:
     return text
 
 
+def strip_group(text: str) -> str:
+    """``{42}`` -> ``42``: drop braces that enclose the whole answer as one group (linear time)."""
+    partner: dict[int, int] = {}
+    stack: list[int] = []
+    for position, char in enumerate(text):
+        if char == "{":
+            stack.append(position)
+        elif char == "}" and stack:
+            partner[stack.pop()] = position
+    depth = 0
+    while depth < len(text) // 2 and text[depth] == "{" and partner.get(depth) == len(text) - 1 - depth:
+        depth += 1
+    return text[depth : len(text) - depth] if depth else text
+
+
 def _drop_text(text: str) -> str:
     """``\\text{...}`` around units goes; around the whole answer ("\\text{Evelyn}") it is unwrapped."""
     without = _TEXT.sub("", text).strip()
@@ -112,6 +127,7 @@ def normalize(answer: str) -> str:
     if _THOUSANDS.fullmatch(text):
         text = text.replace(",", "")
     text = _BASE_BRACES.sub(r"_\1", text)
+    text = strip_group(text)
     single = re.fullmatch(r"\(([A-Za-z])\)", text)
     return single.group(1) if single else text
 
