@@ -9,7 +9,8 @@ import pytest
 import sympy
 
 from verifiers import Reason
-from verifiers.math import MathVerifier, extract_answer, fast_number, normalize, parse
+from verifiers.math import MathVerifier, extract_answer, fast_number, normalize
+from verifiers.math.parse import parse
 from verifiers.math.parse import ParseError, TooLarge
 from verifiers.testing import (
     HOSTILE_ANSWERS,

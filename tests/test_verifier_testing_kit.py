@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifiers import ExactMatch, NumberMatch, Reason, Verdict
-from verifiers.math import fast_number, normalize, parse
+from verifiers.math import fast_number, normalize
+from verifiers.math.parse import parse
 from verifiers.testing import (
     HOSTILE_ANSWERS,
     VerifierCheckError,

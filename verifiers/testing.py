@@ -16,8 +16,11 @@ import warnings
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+try:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+except ImportError as exc:  # hypothesis is a test-time tool, not a core dependency
+    raise ImportError("verifiers.testing needs hypothesis: pip install 'rlvr-gym[dev]' (or hypothesis)") from exc
 
 from verifiers.protocol import Task, Verifier
 from verifiers.verdict import Verdict
