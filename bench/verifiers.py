@@ -29,12 +29,22 @@ CORRECT_FORMATS = (
     "<think>{s}</think>\n<answer>{a}</answer>",
     "{s}\nThe final answer is ${c}.",
     "{s}\nThe answer is {a}.00",
+    "{s}\nThe answer is {a} dollars.",
+    "{s}\nSo we get $\\boxed{{{a} \\text{{ apples}}}}$",
 )
 WRONG_FORMATS = (
     "{s}\n#### {w}",
     "{s}\nThe answer is $\\boxed{{{w}}}$.",
     "<think>{s}</think>\n<answer>{a} or {w}</answer>",
     "{s}\nI am not sure what the answer is.",
+)
+
+
+FORMAT_NAMES = (
+    "correct: #### x", "correct: the answer is x.", "correct: \\boxed{x}", "correct: <answer>x</answer>",
+    "correct: $1,234.", "correct: x.00", "correct: x dollars.", "correct: \\boxed{x \\text{ apples}}",
+    "wrong: #### x+1", "wrong: \\boxed{x+1}", "wrong: hedged x or x+1",
+    "wrong: no final answer (last line of working holds x)",
 )
 
 
@@ -52,26 +62,27 @@ def build_cases(data: Path, limit: int | None) -> list[tuple[str, str, bool]]:
     return cases
 
 
-def run_ours(cases: list[tuple[str, str, bool]]) -> tuple[float, float]:
+def run_ours(cases: list[tuple[str, str, bool]]) -> tuple[float, list[bool]]:
+    """Verifications per second, and for each case whether the verdict agrees with the label."""
     verifier = MathVerifier()
     verifier.warm_up()
     started = time.perf_counter()
-    agree = sum(verifier(c, {"answer": g}).passed == label for c, g, label in cases)
-    return len(cases) / (time.perf_counter() - started), agree / len(cases)
+    agree = [verifier(c, {"answer": g}).passed == label for c, g, label in cases]
+    return len(cases) / (time.perf_counter() - started), agree
 
 
-def run_math_verify(cases: list[tuple[str, str, bool]]) -> tuple[float, float]:
+def run_math_verify(cases: list[tuple[str, str, bool]]) -> tuple[float, list[bool]]:
     from math_verify import parse, verify
 
     started = time.perf_counter()
-    agree = 0
+    agree = []
     for completion, gold, label in cases:
         try:
             ok = bool(verify(parse(gold), parse(completion)))
         except Exception:
             ok = False
-        agree += ok == label
-    return len(cases) / (time.perf_counter() - started), agree / len(cases)
+        agree.append(ok == label)
+    return len(cases) / (time.perf_counter() - started), agree
 
 
 def math500_figures(data: Path) -> dict[str, str]:
@@ -120,9 +131,14 @@ def main() -> None:
     ours_rate, ours_agree = run_ours(cases)
     mv_rate, mv_agree = run_math_verify(cases)
     print(f"{'verifier':<14}{'verif/s':>12}{'agreement':>12}")
-    print(f"{'rlvr-gym':<14}{ours_rate:>12,.0f}{ours_agree:>12.4f}")
-    print(f"{'math-verify':<14}{mv_rate:>12,.0f}{mv_agree:>12.4f}")
+    print(f"{'rlvr-gym':<14}{ours_rate:>12,.0f}{sum(ours_agree) / len(cases):>12.4f}")
+    print(f"{'math-verify':<14}{mv_rate:>12,.0f}{sum(mv_agree) / len(cases):>12.4f}")
     print(f"throughput ratio (ours / math-verify): {ours_rate / mv_rate:.1f}x")
+    print("agreement by completion format (rlvr-gym / math-verify):")
+    per_row = len(FORMAT_NAMES)
+    for index, name in enumerate(FORMAT_NAMES):
+        ours, theirs = ours_agree[index::per_row], mv_agree[index::per_row]
+        print(f"  {name:<56}{sum(ours) / len(ours):>8.4f}{sum(theirs) / len(theirs):>8.4f}")
     print("MATH-500 self-equivalence:")
     for key, value in math500_figures(args.data).items():
         print(f"  {key}: {value}")

@@ -52,8 +52,20 @@ def _limit_memory(memory_mb: int) -> None:
         pass
 
 
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker when the caller dies, so no orphan keeps computing."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the closed stdin still ends the loop
+        pass
+
+
 def serve(target: str, memory_mb: int) -> None:
     """Worker loop: one JSON request line in, one JSON reply line out, until stdin closes."""
+    _die_with_parent()
     module_name, _, attr = target.partition(":")
     function = getattr(importlib.import_module(module_name), attr)
     _limit_memory(memory_mb)

@@ -31,6 +31,21 @@ class Equivalence:
     why: str = ""
 
 
+_ARITHMETIC = re.compile(r"[\d\s+\-*/().,^{}]+|\\?[a-zA-Z]")
+
+
+def _result_of(pred: str) -> str:
+    """``18+2=20`` -> ``20`` and ``x=20`` -> ``20``: the value a worked equation ends with.
+
+    Only when everything left of the last ``=`` is plain arithmetic or a single variable, so a
+    real equation answer ("y=2x+3") is left whole.
+    """
+    left, _, right = pred.rpartition("=")
+    if right and all(_ARITHMETIC.fullmatch(part) for part in left.split("=")):
+        return right
+    return pred
+
+
 def _is_words(text: str) -> bool:
     return bool(_WORDS.fullmatch(text)) and len(text) > 1
 
@@ -43,6 +58,8 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
     if is_hedged(pred) and not is_hedged(gold):
         return Equivalence(DIFFERENT, "hedge", "the answer names more than one value")
     gold_norm, pred_norm = normalize(gold), normalize(pred)
+    if "=" in pred_norm and "=" not in gold_norm:
+        pred_norm = _result_of(pred_norm)
     if not pred_norm:
         return Equivalence(INVALID, "string", "empty answer")
     if gold_norm == pred_norm:
