@@ -26,3 +26,7 @@ def die() -> None:
 def big_power() -> int:
     """C-level big-integer work that a signal alarm could not interrupt."""
     return (9 ** (9**9)).bit_length()
+
+
+def buggy() -> None:
+    raise KeyError("a bug in the target")

@@ -80,3 +80,14 @@ def test_timeout_validation(echo: Worker, bad: object) -> None:
 def test_memory_validation() -> None:
     with pytest.raises(ValueError):
         Worker(f"{TARGETS}:echo", memory_mb=1)
+
+
+def test_a_bug_in_the_target_is_reported_and_the_worker_keeps_serving() -> None:
+    worker = Worker(f"{TARGETS}:buggy", memory_mb=128)
+    worker.start()
+    try:
+        first = worker.call(timeout=5)
+        assert first.status == "error" and "KeyError" in first.value
+        assert worker.call(timeout=5).status == "error" and worker.restarts == 0
+    finally:
+        worker.close()

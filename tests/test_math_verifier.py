@@ -112,7 +112,8 @@ def test_reasons(verifier: MathVerifier) -> None:
     assert verifier("I have no idea\n\nat all", {"answer": "3"}).reason is Reason.NO_ANSWER
     assert verifier("\\boxed{9**9**9**9}", {"answer": "3"}).reason is Reason.BAD_FORMAT
     assert verifier("\\boxed{" + "1" * 600 + "}", {"answer": "3"}).reason is Reason.BAD_FORMAT
-    assert verifier("\\boxed{17 or 18}", {"answer": "17"}).reason is Reason.WRONG_ANSWER
+    hedged = verifier("\\boxed{17 or 18}", {"answer": "17"})
+    assert hedged.reason is Reason.WRONG_ANSWER and hedged.details["path"] == "hedge"
     assert verifier("#### 72", {"answer": "72"}).details["path"] in ("string", "numeric")
 
 

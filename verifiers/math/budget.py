@@ -33,7 +33,10 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 @dataclass(frozen=True)
 class Outcome:
-    """What came back from the worker: ``status`` is ``ok``, ``timeout``, ``memory`` or ``crashed``."""
+    """What came back: ``status`` is ``ok``, ``timeout``, ``memory``, ``crashed`` or ``error``
+
+    (the target raised; ``value`` holds the exception text and the worker keeps serving).
+    """
 
     status: str
     value: Any = None
@@ -79,6 +82,8 @@ def serve(target: str, memory_mb: int) -> None:
             reply = {"status": "memory"}
         except RecursionError:
             reply = {"status": "ok", "value": ["invalid", "recursion limit"]}
+        except Exception as exc:  # a bug in the target: report it, keep serving
+            reply = {"status": "error", "value": f"{type(exc).__name__}: {exc}"[:500]}
         try:
             text = json.dumps(reply)
         except MemoryError:

@@ -86,7 +86,7 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
     if outcome.status == "memory":
         return Equivalence(TOO_LARGE, "symbolic", "memory budget exceeded")
     if outcome.status != "ok":
-        return Equivalence(ERROR, "symbolic", f"worker {outcome.status}")
+        return Equivalence(ERROR, "symbolic", f"worker {outcome.status}: {outcome.value or ''}".strip())
     status, why = outcome.value
     return Equivalence(status, "symbolic", why)
 

@@ -136,6 +136,8 @@ def compare_symbolic(gold: str, pred: str) -> list[str]:
         return [TOO_LARGE, str(exc)]
     except ParseError as exc:
         return [INVALID, str(exc)]
+    except (TypeError, ValueError, ArithmeticError) as exc:  # sympy refused to build the value
+        return [INVALID, f"not a well-formed value ({type(exc).__name__})"]
     try:
         return [EQUAL, ""] if same(gold_value, pred_value) else [DIFFERENT, ""]
     except (TypeError, ValueError, ArithmeticError, AttributeError) as exc:
