@@ -200,3 +200,17 @@ def test_constructor_validates() -> None:
         MathVerifier(timeout=0)
     with pytest.raises(ValueError):
         MathVerifier(answer_key="")
+
+
+@pytest.mark.parametrize(
+    "completion",
+    ["<answer>" * 20_000, "\\boxed{" * 20_000, "####" * 50_000, "the answer is " * 20_000, "{" * 100_000,
+     "<think>" * 20_000 + "</think>" * 20_000, "The answer is \n" * 20_000],
+    ids=["open-answer-tags", "open-boxes", "hashes", "says", "braces", "think-tags", "says-lines"],
+)
+def test_huge_completions_are_linear(verifier: MathVerifier, completion: str) -> None:
+    """Extraction must not rescan from every opening tag (a quadratic regex took 20 s here)."""
+    started = time.perf_counter()
+    verdict = verifier(completion, {"answer": "7"})
+    assert not verdict.passed
+    assert time.perf_counter() - started < 0.5

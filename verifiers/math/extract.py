@@ -12,7 +12,6 @@ import re
 MAX_ANSWER_CHARS = 500
 """Longer extractions are not answers; later steps refuse them as ``bad_format``."""
 
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _BOXED_SPACE = re.compile(r"\\boxed +([^\s$]+)")
 _HASHES = re.compile(r"####\s*([^\n]*)")
@@ -20,6 +19,28 @@ _SAYS = re.compile(
     r"(?:the\s+)?(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*([^\n]*)", re.IGNORECASE
 )
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def last_tagged(text: str, tag: str) -> str | None:
+    """Contents of the last ``<tag>...</tag>`` (case-insensitive), found in linear time.
+
+    A regex like ``<answer>(.*?)</answer>`` rescans the rest of the text from every opening
+    tag, which is quadratic on a completion of many unclosed tags.
+    """
+    close = _last(re.compile(rf"</{re.escape(tag)}>", re.IGNORECASE), text, len(text))
+    if close is None:
+        return None
+    opening = _last(re.compile(rf"<{re.escape(tag)}>", re.IGNORECASE), text, close.start())
+    if opening is None:
+        return None
+    return text[opening.end() : close.start()]
+
+
+def _last(pattern: re.Pattern[str], text: str, end: int) -> re.Match[str] | None:
+    match = None
+    for match in pattern.finditer(text, 0, end):  # noqa: B007 - we want the last one
+        pass
+    return match
 
 
 def find_boxed(text: str) -> str | None:
@@ -52,9 +73,9 @@ def _sentence(rest: str) -> str:
 
 def extract_answer(text: str, *, last_number_fallback: bool = False) -> str | None:
     """The answer string ``text`` commits to, or ``None`` when it commits to none."""
-    tagged = _ANSWER_TAG.findall(text)
-    if tagged:
-        inner = tagged[-1].strip()
+    inner = last_tagged(text, "answer")
+    if inner is not None:
+        inner = inner.strip()
         return find_boxed(inner) or inner
     boxed = find_boxed(text)
     if boxed is not None:
