@@ -129,7 +129,7 @@ HOSTILE_ANSWERS: tuple[str, ...] = (
     "0^{-1}", "__import__('os').system('echo pwned')", "eval('1+1')", "exec('import os')",
     "lambda: 0", "().__class__.__bases__[0].__subclasses__()", "\\input{/etc/passwd}",
     "\\def\\x{\\x}\\x", "1" * 5_000, "x" * 10_000, "(x+1)^{999}", "(x+y+z)^{200} - (x+y+z)^{200}",
-    "\\sin(10^{100})", "e^{e^{e^{e^{10}}}}", "1e999999", "\x00\x01\x02", "<answer><answer>7</answer>",
+    "\\sin(10^{100})", "e^{e^{e^{e^{10}}}}", "1e999999", "\x00\x01\x02", "<answer><answer>9</answer>",
     "\\boxed{\\boxed{\\boxed{", "17 or 18", "\\pm 7", "7 \\text{ or } 8", "\U0001F4A9" * 100, "\\begin{pmatrix}" * 300,
 )
 """Answers no verifier may crash on, hang on, or execute (more than 30, by design)."""
