@@ -20,10 +20,10 @@ _UNICODE = {
 _DELIMITERS = ((r"\(", r"\)"), (r"\[", r"\]"), ("$$", "$$"), ("$", "$"))
 _SPACING = re.compile(r"\\\\|\\left|\\right|\\[!,;:> ]|\\quad|\\qquad|\\displaystyle|~")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree")
-_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}")
+_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}(\^\{?\d\}?)?")
 _PERCENT = re.compile(r"\\?%")
 _CURRENCY = re.compile(r"\\\$|\$|€|£|\\euro")
-_UNIT_TAIL = re.compile(r"([+-]?[\d.,]*\d\.?)\s*[a-zA-Z][a-zA-Z .]*[a-zA-Z.](?:\^\{?\d\}?)?")
+_UNIT_TAIL = re.compile(r"([+-]?[\d.,]*\d\.?)\s*(?!pi\b|sqrt|e\b|i\b)[a-zA-Z][a-zA-Z .]*[a-zA-Z.](?:\^\{?\d\}?)?")
 _IN_SET = re.compile(r"^[a-zA-Z]\s*\\in\s*")
 _MIXED_SPACE = re.compile(r"^([+-]?)(\d+)\s+(\d+)\s*/\s*(\d+)$")
 _MIXED_TEX = re.compile(r"^([+-]?)(\d+)\s*\\frac\s*\{?(\d+)\}?\s*\{?(\d+)\}?$")
@@ -33,7 +33,7 @@ _SQRT_DIGIT = re.compile(r"\\sqrt\s*(\d)")
 _THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _BASE_BRACES = re.compile(r"_\{(\w+)\}")
 _SPACE = re.compile(r"(\\[a-zA-Z]+)?\s+(?=([a-zA-Z])?)")
-_HEDGE = re.compile(r"\bor\b|\beither\b|\\text\{\s*or\s*\}|/\s*or\b", re.IGNORECASE)
+_HEDGE = re.compile(r"\bor\b|\beither\b", re.IGNORECASE)
 
 _DECIMAL = re.compile(r"([+-]?)(\d+\.?\d*|\.\d+)")
 _SCIENTIFIC = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:[eE]([+-]?\d+)|\*10\^\{?([+-]?\d+)\}?|\\(?:times|cdot)10\^\{?([+-]?\d+)\}?)")
@@ -81,11 +81,11 @@ def strip_group(text: str) -> str:
 
 
 def _drop_text(text: str) -> str:
-    """``\\text{...}`` around units goes; around the whole answer ("\\text{Evelyn}") it is unwrapped."""
+    """``\\text{...}`` beside a value is a unit and goes (with its ``^2``: "15\\mbox{ cm}^2");
+    an answer that is only text ("\\text{Evelyn}", "\\text{(B)}") is unwrapped."""
     without = _TEXT.sub("", text).strip()
     if re.search(r"\d", without):
-        text = re.sub(r"\s*(?:\^\{?\d\}?)?$", "", without) if without != text.strip() else without
-        return re.sub(r"\^\{?\d\}?$", "", text) if _TEXT.search(text) else text
+        return without
     return _TEXT.sub(lambda m: m.group(1), text)
 
 
