@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envs.math500 import distinct_answers  # noqa: E402
-from verifiers.math import MathVerifier, normalize  # noqa: E402
+from envs.math500 import distinct_answers
+from verifiers.math import MathVerifier, normalize
 
 CORRECT_FORMATS = (
     "Let me compute step by step.\n{s}\n#### {a}",
@@ -79,7 +79,7 @@ def run_math_verify(cases: list[tuple[str, str, bool]]) -> tuple[float, list[boo
     for completion, gold, label in cases:
         try:
             ok = bool(verify(parse(gold), parse(completion)))
-        except Exception:
+        except Exception:  # noqa: BLE001 - the anchor may fail on any input; count it as "no"
             ok = False
         agree.append(ok == label)
     return len(cases) / (time.perf_counter() - started), agree

@@ -60,7 +60,7 @@ def local_file(path: str | os.PathLike[str] | None, prefix: str, split: str) -> 
 def load_hub(dataset: str, config: str | None, split: str) -> list[dict[str, Any]]:
     """Rows of a hub dataset split, through ``datasets`` (imported lazily)."""
     try:
-        import datasets  # noqa: PLC0415 - optional dependency, only for hub loading
+        import datasets
     except ImportError:
         raise DataUnavailableError(
             f"loading {dataset!r} from the Hugging Face hub needs `pip install datasets`; "

@@ -10,8 +10,7 @@ import sympy
 
 from verifiers import Reason
 from verifiers.math import MathVerifier, extract_answer, fast_number, normalize
-from verifiers.math.parse import parse
-from verifiers.math.parse import ParseError, TooLarge
+from verifiers.math.parse import ParseError, TooLarge, parse
 from verifiers.testing import (
     HOSTILE_ANSWERS,
     check_verifier,
@@ -132,7 +131,7 @@ def test_parser_never_uses_sympify_or_eval(monkeypatch: pytest.MonkeyPatch) -> N
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("model text reached a string evaluator")
 
-    import sympy.parsing.sympy_parser as sympy_parser
+    from sympy.parsing import sympy_parser
 
     monkeypatch.setattr(sympy, "sympify", forbidden)
     monkeypatch.setattr(sympy_parser, "parse_expr", forbidden)

@@ -82,7 +82,7 @@ def serve(target: str, memory_mb: int) -> None:
             reply = {"status": "memory"}
         except RecursionError:
             reply = {"status": "ok", "value": ["invalid", "recursion limit"]}
-        except Exception as exc:  # a bug in the target: report it, keep serving
+        except Exception as exc:  # noqa: BLE001 - a bug in the target: report it, keep serving
             reply = {"status": "error", "value": f"{type(exc).__name__}: {exc}"[:500]}
         try:
             text = json.dumps(reply)

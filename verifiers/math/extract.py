@@ -38,7 +38,7 @@ def last_tagged(text: str, tag: str) -> str | None:
 
 def _last(pattern: re.Pattern[str], text: str, end: int) -> re.Match[str] | None:
     match = None
-    for match in pattern.finditer(text, 0, end):  # noqa: B007 - we want the last one
+    for match in pattern.finditer(text, 0, end):
         pass
     return match
 

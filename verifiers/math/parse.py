@@ -10,7 +10,6 @@ The parse result is a sympy expression or one of the small containers below.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -474,4 +473,4 @@ def is_finite_number(value: object) -> bool:
     return isinstance(value, sympy.Expr) and value.is_number and not value.has(sympy.oo, -sympy.oo, PM)
 
 
-__all__ = ["PM", "Interval", "Items", "Matrix", "ParseError", "Relation", "TooLarge", "Union", "parse", "tokenize", "math"]
+__all__ = ["PM", "Interval", "Items", "Matrix", "ParseError", "Relation", "TooLarge", "Union", "parse", "tokenize"]
