@@ -78,7 +78,7 @@ def run_math_verify(cases: list[tuple[str, str, bool]]) -> tuple[float, list[boo
     agree = []
     for completion, gold, label in cases:
         try:
-            ok = bool(verify(parse(gold), parse(completion)))
+            ok = bool(verify(parse(f"${gold}$"), parse(completion)))  # gold in delimiters, as its docs do
         except Exception:  # noqa: BLE001 - the anchor may fail on any input; count it as "no"
             ok = False
         agree.append(ok == label)
@@ -121,6 +121,17 @@ def math500_figures(data: Path) -> dict[str, str]:
     }
 
 
+def math500_cases(data: Path) -> list[tuple[str, str, bool]]:
+    """MATH-500 completions: gold in \\boxed{} (correct) and another problem's answer (wrong)."""
+    rows = [json.loads(line) for line in (data / "math500_test.jsonl").open()]
+    cases = []
+    for index, row in enumerate(rows):
+        gold = row["answer"]
+        other = next(r["answer"] for r in rows[index + 1 :] + rows[:index] if distinct_answers(r["answer"], gold))
+        cases += [(f"So the answer is $\\boxed{{{gold}}}$.", gold, True), (f"So the answer is $\\boxed{{{other}}}$.", gold, False)]
+    return cases
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
@@ -139,6 +150,12 @@ def main() -> None:
     for index, name in enumerate(FORMAT_NAMES):
         ours, theirs = ours_agree[index::per_row], mv_agree[index::per_row]
         print(f"  {name:<56}{sum(ours) / len(ours):>8.4f}{sum(theirs) / len(theirs):>8.4f}")
+    symbolic = math500_cases(args.data)
+    ours_rate, ours_agree = run_ours(symbolic)
+    mv_rate, mv_agree = run_math_verify(symbolic)
+    print(f"MATH-500 boxed gold vs another problem's answer ({len(symbolic)} completions, symbolic path):")
+    print(f"  {'rlvr-gym':<12}{ours_rate:>10,.0f} verif/s  agreement {sum(ours_agree) / len(symbolic):.4f}")
+    print(f"  {'math-verify':<12}{mv_rate:>10,.0f} verif/s  agreement {sum(mv_agree) / len(symbolic):.4f}")
     print("MATH-500 self-equivalence:")
     for key, value in math500_figures(args.data).items():
         print(f"  {key}: {value}")
