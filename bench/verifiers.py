@@ -62,27 +62,43 @@ def build_cases(data: Path, limit: int | None) -> list[tuple[str, str, bool]]:
     return cases
 
 
-def run_ours(cases: list[tuple[str, str, bool]]) -> tuple[float, list[bool]]:
-    """Verifications per second, and for each case whether the verdict agrees with the label."""
-    verifier = MathVerifier()
-    verifier.warm_up()
-    started = time.perf_counter()
-    agree = [verifier(c, {"answer": g}).passed == label for c, g, label in cases]
-    return len(cases) / (time.perf_counter() - started), agree
+def ours(verifier: MathVerifier, cases: list[tuple[str, str, bool]]) -> list[bool]:
+    """For each case, whether our verdict agrees with the label."""
+    return [verifier(c, {"answer": g}).passed == label for c, g, label in cases]
 
 
-def run_math_verify(cases: list[tuple[str, str, bool]]) -> tuple[float, list[bool]]:
+def math_verify(cases: list[tuple[str, str, bool]]) -> list[bool]:
+    """For each case, whether Math-Verify agrees with the label (gold in ``$...$``, as its docs do)."""
     from math_verify import parse, verify
 
-    started = time.perf_counter()
     agree = []
     for completion, gold, label in cases:
         try:
-            ok = bool(verify(parse(f"${gold}$"), parse(completion)))  # gold in delimiters, as its docs do
+            ok = bool(verify(parse(f"${gold}$"), parse(completion)))
         except Exception:  # noqa: BLE001 - the anchor may fail on any input; count it as "no"
             ok = False
         agree.append(ok == label)
-    return len(cases) / (time.perf_counter() - started), agree
+    return agree
+
+
+def compare(cases: list[tuple[str, str, bool]], chunks: int = 40) -> dict[str, tuple[float, list[bool]]]:
+    """Rate and agreement of both verifiers, measured in alternating chunks of the same cases.
+
+    Alternating keeps the ratio fair on a shared machine whose load changes during the run.
+    """
+    verifier = MathVerifier()
+    verifier.warm_up()
+    math_verify(cases[:5])  # import and warm Math-Verify outside the timing
+    seconds = {"rlvr-gym": 0.0, "math-verify": 0.0}
+    agree: dict[str, list[bool]] = {"rlvr-gym": [], "math-verify": []}
+    size = max(1, len(cases) // chunks)
+    for start in range(0, len(cases), size):
+        chunk = cases[start : start + size]
+        for name, run in (("rlvr-gym", lambda c: ours(verifier, c)), ("math-verify", math_verify)):
+            began = time.perf_counter()
+            agree[name] += run(chunk)
+            seconds[name] += time.perf_counter() - began
+    return {name: (len(cases) / seconds[name], agree[name]) for name in seconds}
 
 
 def math500_figures(data: Path) -> dict[str, str]:
@@ -139,8 +155,8 @@ def main() -> None:
     args = parser.parse_args()
     cases = build_cases(args.data, args.limit)
     print(f"GSM8K-style completions: {len(cases)} ({sum(c[2] for c in cases)} correct, {sum(not c[2] for c in cases)} wrong)")
-    ours_rate, ours_agree = run_ours(cases)
-    mv_rate, mv_agree = run_math_verify(cases)
+    results = compare(cases)
+    (ours_rate, ours_agree), (mv_rate, mv_agree) = results["rlvr-gym"], results["math-verify"]
     print(f"{'verifier':<14}{'verif/s':>12}{'agreement':>12}")
     print(f"{'rlvr-gym':<14}{ours_rate:>12,.0f}{sum(ours_agree) / len(cases):>12.4f}")
     print(f"{'math-verify':<14}{mv_rate:>12,.0f}{sum(mv_agree) / len(cases):>12.4f}")
@@ -148,14 +164,13 @@ def main() -> None:
     print("agreement by completion format (rlvr-gym / math-verify):")
     per_row = len(FORMAT_NAMES)
     for index, name in enumerate(FORMAT_NAMES):
-        ours, theirs = ours_agree[index::per_row], mv_agree[index::per_row]
-        print(f"  {name:<56}{sum(ours) / len(ours):>8.4f}{sum(theirs) / len(theirs):>8.4f}")
+        mine, theirs = ours_agree[index::per_row], mv_agree[index::per_row]
+        print(f"  {name:<56}{sum(mine) / len(mine):>8.4f}{sum(theirs) / len(theirs):>8.4f}")
     symbolic = math500_cases(args.data)
-    ours_rate, ours_agree = run_ours(symbolic)
-    mv_rate, mv_agree = run_math_verify(symbolic)
+    results = compare(symbolic)
     print(f"MATH-500 boxed gold vs another problem's answer ({len(symbolic)} completions, symbolic path):")
-    print(f"  {'rlvr-gym':<12}{ours_rate:>10,.0f} verif/s  agreement {sum(ours_agree) / len(symbolic):.4f}")
-    print(f"  {'math-verify':<12}{mv_rate:>10,.0f} verif/s  agreement {sum(mv_agree) / len(symbolic):.4f}")
+    for name, (rate, agreed) in results.items():
+        print(f"  {name:<12}{rate:>10,.0f} verif/s  agreement {sum(agreed) / len(symbolic):.4f}")
     print("MATH-500 self-equivalence:")
     for key, value in math500_figures(args.data).items():
         print(f"  {key}: {value}")
