@@ -213,3 +213,10 @@ def test_huge_completions_are_linear(verifier: MathVerifier, completion: str) ->
     verdict = verifier(completion, {"answer": "7"})
     assert not verdict.passed
     assert time.perf_counter() - started < 0.5
+
+
+@pytest.mark.parametrize("completion", ["the answer is " * 700_000, "1 " * 5_000_000, "answer: " * 1_200_000])
+def test_ten_megabyte_completions_stay_fast(verifier: MathVerifier, completion: str) -> None:
+    started = time.perf_counter()
+    assert not verifier(completion, {"answer": "7"}).passed
+    assert time.perf_counter() - started < 0.5
