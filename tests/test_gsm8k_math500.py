@@ -118,3 +118,30 @@ def test_math500_wrong_completions_differ(math500: MATH500Env) -> None:
     task = math500.tasks("test")[0]
     for completion in math500.wrong_completions(task):
         assert not math500.verify(completion, task).passed
+
+
+def test_every_registered_env_passes_check_env_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a registry-wide core test does: default kwargs, data from $RLVR_GYM_DATA_DIR."""
+    monkeypatch.setenv(DATA_DIR_ENV, str(DATA))
+    for env_id in envs.registry:
+        assert "oracle" in envs.check_env(envs.make(env_id), n_tasks=4), env_id
+
+
+def test_check_verifier_on_the_env_rubrics_and_boxed_format(gsm8k: GSM8KEnv, math500: MATH500Env) -> None:
+    """The shipped rubrics and BoxedFormat survive the checker; reference completions pass."""
+    from hypothesis import strategies as st
+
+    from envs.math500 import BoxedFormat
+    from verifiers.testing import check_verifier
+
+    for env in (gsm8k, math500):
+        tasks = env.tasks("test")[:20]
+        task = tasks[3]
+        check_verifier(
+            env.rubric, task, equivalent=st.just(env.reference_completion(task)),
+            different=st.sampled_from(env.wrong_completions(task)), time_budget=3.5, max_examples=15,
+        )
+    check_verifier(
+        BoxedFormat(), {}, equivalent=st.sampled_from(["\\boxed{1}", "so $\\boxed{\\frac{1}{2}}$."]),
+        different=st.sampled_from(["no box", "\\boxed{", "\\boxed{}"]), time_budget=1.0, max_examples=15,
+    )
