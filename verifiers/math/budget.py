@@ -99,7 +99,8 @@ class _Process:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "verifiers.math.budget", target, str(memory_mb)],
+            # -P: the caller's working directory is not put on sys.path (no stray sympy.py shadows ours)
+            [sys.executable, "-P", "-m", "verifiers.math.budget", target, str(memory_mb)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, close_fds=True,
         )
         self.buffer = b""
