@@ -59,10 +59,12 @@ def test_crash_is_reported_and_the_standby_takes_over() -> None:
         worker.close()
 
 
-def test_sleep_then_fast_call_uses_the_standby() -> None:
-    worker = Worker(f"{TARGETS}:sleep", memory_mb=128)
+def test_after_a_kill_the_warm_standby_answers_at_once() -> None:
+    """The import takes 1 s (as sympy's does); a fresh process after the kill would take that long."""
+    worker = Worker("tests.budget_slow_import:sleep", memory_mb=128)
     worker.start()
     try:
+        time.sleep(1.5)  # the standby, started with the worker, finishes its import
         assert worker.call(5, timeout=0.3).status == "timeout"
         started = time.monotonic()
         assert worker.call(0, timeout=2).value == "slept"
