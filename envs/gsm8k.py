@@ -17,7 +17,7 @@ from envs.data import load_rows
 from envs.env import SingleTurnEnv
 from verifiers import Rubric, Task
 from verifiers.format import TagFormat
-from verifiers.math import MathVerifier
+from verifiers.math import MathVerifier, fast_number, normalize
 
 SYSTEM_PROMPT = (
     "Solve the math word problem. Reason step by step inside <think></think>, then give only the "
@@ -72,10 +72,12 @@ class GSM8KEnv(SingleTurnEnv):
         return f"<think>{task['solution']}</think>\n<answer>{task['answer']}</answer>"
 
     def wrong_completions(self, task: Task) -> list[str]:
-        gold = int(task["answer"])
+        value = fast_number(normalize(task["answer"]))
+        gold = task["answer"] if value is None else (int(value) if value.denominator == 1 else float(value))
+        near_miss = f"{gold}+1" if value is None else str(gold + 1)
         return [
             *super().wrong_completions(task),
-            f"<think>{task['solution']}</think>\n<answer>{gold + 1}</answer>",
-            f"<think>close</think><answer>{gold} or {gold + 1}</answer>",
+            f"<think>{task['solution']}</think>\n<answer>{near_miss}</answer>",
+            f"<think>close</think><answer>{gold} or {near_miss}</answer>",
             f"<think>{task['solution']}</think>",
         ]
