@@ -127,20 +127,46 @@ def test_numbers_never_reach_the_worker(verifier: MathVerifier, monkeypatch: pyt
         verifier(completion, {"answer": "1234"})
 
 
-def test_parser_never_uses_sympify_or_eval(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_model_text_never_reaches_a_string_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the worker-side comparison in-process with every string evaluator booby-trapped.
+
+    ``sympify`` of a string always goes through ``sympy.parsing.sympy_parser.parse_expr``
+    (imported at call time), so trapping that module attribute catches every string path.
+    """
+    import sympy.parsing.sympy_parser as sympy_parser
+
+    from verifiers.math.symbolic import compare_symbolic
+
+    import builtins
+
+    current = {"answer": ""}
+
     def forbidden(*args: object, **kwargs: object) -> None:
-        raise AssertionError("model text reached a string evaluator")
+        raise AssertionError(f"a string reached an evaluator: {args[:1]!r:.80}")
 
-    from sympy.parsing import sympy_parser
+    def trap(real):  # sympy execs its own generated code; the model's text must never be in it
+        def guarded(source, *args, **kwargs):
+            text = source.decode(errors="replace") if isinstance(source, bytes) else source
+            if isinstance(text, str) and len(current["answer"]) >= 3 and current["answer"] in text:
+                forbidden(source)
+            return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(sympy, "sympify", forbidden)
+        return guarded
+
+    answers = [gold for gold, _ in EQUIVALENT] + [pred for _, pred in EQUIVALENT + DIFFERENT]
+    answers += [a for a in HOSTILE_ANSWERS if len(a) < 300 and a not in ("(x+1)^{999}", "e^{e^{e^{e^{10}}}}")]
+
+    def compare_all(trapped: bool) -> None:
+        for answer in answers:
+            current["answer"] = normalize(answer) if trapped else ""
+            compare_symbolic(normalize("x+1"), normalize(answer))
+            compare_symbolic(normalize(answer), normalize("2\\sqrt{5}"))
+
+    compare_all(trapped=False)  # sympy's lazy imports sympify its own constants ("yotta"); let them happen
     monkeypatch.setattr(sympy_parser, "parse_expr", forbidden)
-    monkeypatch.setattr("builtins.eval", forbidden)
-    for text in ["2\\sqrt{5}+\\frac{\\pi}{3}", "(1,2]", "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "x^2+y=3", "__import__"]:
-        try:
-            parse(normalize(text))
-        except ParseError:
-            pass
+    monkeypatch.setattr(builtins, "eval", trap(builtins.eval))
+    monkeypatch.setattr(builtins, "exec", trap(builtins.exec))
+    compare_all(trapped=True)
 
 
 @pytest.mark.parametrize("text", ["9**9**9**9", "10^{10^{10}}", "100000!", "2^{2^{2^{2^{2^{2}}}}}", "1" * 200])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 
 import sympy
 
@@ -304,7 +305,7 @@ class _Parser:
                 self.tokens[self.position] = ("num", token[1:])
                 return sympy.Integer(int(token[0]))
             self.take()
-            return sympy.Rational(token)
+            return _number(token)
         return _scalar(self.parse_atom())
 
     def parse_atom(self) -> object:
@@ -313,7 +314,7 @@ class _Parser:
             raise ParseError("unexpected end of input")
         if kind == "num":
             self.take()
-            return sympy.Rational(token if not token.endswith(".") else token[:-1])
+            return _number(token)
         if kind == "letter":
             self.take()
             return sympy.I if token == "i" else sympy.Symbol(token)
@@ -448,6 +449,12 @@ class _Parser:
         if len({len(r) for r in rows}) != 1:
             raise ParseError("ragged matrix")
         return Matrix(tuple(rows))
+
+
+def _number(token: str) -> sympy.Rational:
+    """An exact sympy number from a digits token, via ``fractions`` (sympy never sees the string)."""
+    value = Fraction(token.rstrip("."))
+    return sympy.Rational(value.numerator, value.denominator)
 
 
 def _scalar(value: object) -> sympy.Expr:
