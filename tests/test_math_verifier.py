@@ -6,11 +6,10 @@ import time
 from fractions import Fraction
 
 import pytest
-import sympy
 
 from verifiers import Reason
 from verifiers.math import MathVerifier, extract_answer, fast_number, normalize
-from verifiers.math.parse import ParseError, TooLarge, parse
+from verifiers.math.parse import TooLarge, parse
 from verifiers.testing import (
     HOSTILE_ANSWERS,
     check_verifier,
@@ -133,11 +132,11 @@ def test_model_text_never_reaches_a_string_evaluator(monkeypatch: pytest.MonkeyP
     ``sympify`` of a string always goes through ``sympy.parsing.sympy_parser.parse_expr``
     (imported at call time), so trapping that module attribute catches every string path.
     """
-    import sympy.parsing.sympy_parser as sympy_parser
+    import builtins
+
+    from sympy.parsing import sympy_parser
 
     from verifiers.math.symbolic import compare_symbolic
-
-    import builtins
 
     current = {"answer": ""}
 
