@@ -61,7 +61,7 @@ def test_last_number_fallback_is_opt_in() -> None:
         ("106^\\circ", Fraction(106)), ("\\dfrac{3}{4}", Fraction(3, 4)), ("\\frac 34", Fraction(3, 4)),
         ("\\frac9{19}", Fraction(9, 19)), ("1\\frac{4}{5}", Fraction(9, 5)), ("137 \\frac{1}{2}", Fraction(275, 2)),
         ("2 1/2", Fraction(5, 2)), ("4.2e3", Fraction(4200)), ("3 \\times 10^{4}", Fraction(30000)),
-        (".35625", Fraction(35625, 100000)), ("-\\frac{3}{8}", Fraction(-3, 8)), ("\\(12\\)", Fraction(12)),
+        ("**18**", Fraction(18)), ("** $18", Fraction(18)), (".35625", Fraction(35625, 100000)), ("-\\frac{3}{8}", Fraction(-3, 8)), ("\\(12\\)", Fraction(12)),
         ("15\\mbox{ cm}^2", Fraction(15)), ("\\frac{270}7\\text{ degrees}", Fraction(270, 7)),
     ],
 )

@@ -105,6 +105,8 @@ COMPLETION_TEMPLATES: tuple[str, ...] = (
     "<think>working</think>\n<answer>{a}</answer>",
     "<answer>\\boxed{{{a}}}</answer>",
     "Final answer: \\({a}\\)",
+    "**Answer:** {a}",
+    "So the answer is **{a}**.",
 )
 
 

@@ -15,7 +15,7 @@ MAX_ANSWER_CHARS = 500
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _BOXED_SPACE = re.compile(r"\\boxed +([^\s$]+)")
 _HASHES = re.compile(r"####\s*([^\n]*)")
-_SAYS = re.compile(r"answer\s*(?:is|:|=)\s*:?\s*([^\n]*)", re.IGNORECASE)
+_SAYS = re.compile(r"answer(?:\*\*)?\s*(?:is|:|=)\s*:?\s*([^\n]*)", re.IGNORECASE)
 """Catches "the (final) answer is x" and "Answer: x"; starting at the literal keeps the scan fast."""
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 

@@ -102,7 +102,7 @@ def normalize(answer: str) -> str:
         if char in text:
             text = text.replace(char, replacement)
     text = strip_delimiters(text).rstrip(".").strip()
-    text = strip_delimiters(text)
+    text = strip_delimiters(text.strip("*").strip())  # Markdown bold, even when half of it was cut off
     text = text.replace(r"\dfrac", r"\frac").replace(r"\tfrac", r"\frac")
     text = _SPACING.sub(lambda m: m.group() if m.group() == "\\\\" else " ", text)
     text = _DEGREES.sub("", text)
