@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 
 from verifiers.math.normalize import fast_number, is_hedged, normalize
 
 EQUAL, DIFFERENT, INVALID, TOO_LARGE, TIMEOUT, ERROR = "equal", "different", "invalid", "too_large", "timeout", "error"
 MAX_NORMALIZED_CHARS = 400
+TOLERANCE = Fraction(1, 10**9)
+"""Relative tolerance for numbers; ``verifiers.math.symbolic`` uses the same (1e-9)."""
 WORKER_TARGET = "verifiers.math.symbolic:compare_symbolic"
 
 _WORDS = re.compile(r"[A-Za-z][A-Za-z ]+")
@@ -68,7 +71,9 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
         return Equivalence(INVALID, "string", f"answer longer than {MAX_NORMALIZED_CHARS} characters")
     gold_number, pred_number = fast_number(gold_norm), fast_number(pred_norm)
     if gold_number is not None and pred_number is not None:
-        return Equivalence(EQUAL if gold_number == pred_number else DIFFERENT, "numeric")
+        # The same relative tolerance as the symbolic path, so 0.3333333333333 means 1/3 on both.
+        close = abs(gold_number - pred_number) <= TOLERANCE * max(Fraction(1), abs(gold_number))
+        return Equivalence(EQUAL if close else DIFFERENT, "numeric")
     if ("\\" not in gold_norm and _is_words(gold_norm)) or (gold_number is not None and _is_words(pred_norm)):
         same_words = gold_norm.casefold() == pred_norm.casefold()
         return Equivalence(EQUAL if same_words else DIFFERENT, "text")
