@@ -54,7 +54,9 @@ def liger_trainer_class() -> type:
                 raise ValueError("GRPOTrainer does not return outputs from compute_loss")
             present = [key for key in UNSUPPORTED_INPUTS if inputs.get(key) is not None]
             if present:
-                raise NotImplementedError(f"liger_loss does not support inputs {present}; set liger_loss=False")
+                raise NotImplementedError(
+                    f"liger_loss does not support inputs {present}; set liger_loss=False"
+                )
             unwrapped = self.accelerator.unwrap_model(model)
             prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
             input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
@@ -74,7 +76,9 @@ def liger_trainer_class() -> type:
             mode = "train" if self.model.training else "eval"
             if self.beta != 0.0:
                 self._metrics[mode]["kl"].append(self.accelerator.gather(metrics[0]).mean().item())
-            self._metrics[mode]["clip_ratio/region_mean"].append(self.accelerator.gather(metrics[-1]).mean().item())
+            self._metrics[mode]["clip_ratio/region_mean"].append(
+                self.accelerator.gather(metrics[-1]).mean().item()
+            )
             return loss
 
     return LigerGRPOTrainer

@@ -45,7 +45,9 @@ class EnvRewards:
         return [self._component(name) for name in self.names]
 
     def _component(self, name: str) -> RewardFunction:
-        def reward(prompts: list, completions: list, task_split: list, task_index: list, **kwargs: Any) -> list:
+        def reward(
+            prompts: list, completions: list, task_split: list, task_index: list, **kwargs: Any
+        ) -> list:
             verdicts = self.verdicts(completions, task_split, task_index, kwargs.get("log_metric"))
             if verdicts is None:
                 return [None] * len(completions)
@@ -59,7 +61,11 @@ class EnvRewards:
         return float(scores[name]) if isinstance(scores, dict) and name in scores else verdict.score
 
     def verdicts(
-        self, completions: Sequence[Any], splits: Sequence[str], indices: Sequence[int], log_metric: Any = None
+        self,
+        completions: Sequence[Any],
+        splits: Sequence[str],
+        indices: Sequence[int],
+        log_metric: Any = None,
     ) -> list[Verdict] | None:
         """Verdicts for a batch, computed once however many component functions ask for them."""
         if self._batch is not None and self._batch[0] is completions:
@@ -69,7 +75,9 @@ class EnvRewards:
         try:
             verdicts: list[Verdict] | None = future.result(timeout=self.timeout_s)
         except concurrent.futures.TimeoutError:
-            logger.warning("verify_batch exceeded %.0f s; the batch is left unscored (not zeroed)", self.timeout_s)
+            logger.warning(
+                "verify_batch exceeded %.0f s; the batch is left unscored (not zeroed)", self.timeout_s
+            )
             verdicts = None
         self._batch = (completions, verdicts)
         self._record(verdicts, len(completions), log_metric)

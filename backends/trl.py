@@ -49,7 +49,9 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def build_dataset(env: SingleTurnEnv, split: str, tokenizer: Any = None, max_prompt_length: int | None = None):
+def build_dataset(
+    env: SingleTurnEnv, split: str, tokenizer: Any = None, max_prompt_length: int | None = None
+):
     """Prompts of ``split`` as a ``datasets.Dataset`` with ``task_split``/``task_index`` columns.
 
     Scalar task fields ride along for inspection; rewards look tasks up by index, so no task
@@ -62,13 +64,27 @@ def build_dataset(env: SingleTurnEnv, split: str, tokenizer: Any = None, max_pro
     dropped = 0
     for index, task in enumerate(env.tasks(split)):
         prompt = env.prompt(task)
-        if tokenizer is not None and max_prompt_length is not None and _prompt_tokens(tokenizer, prompt) > max_prompt_length:
+        if (
+            tokenizer is not None
+            and max_prompt_length is not None
+            and _prompt_tokens(tokenizer, prompt) > max_prompt_length
+        ):
             dropped += 1
             continue
-        extras = {f"task_{k}": v for k, v in task.items() if isinstance(v, str | int | float | bool) and f"task_{k}" not in ("task_split", "task_index")}
+        extras = {
+            f"task_{k}": v
+            for k, v in task.items()
+            if isinstance(v, str | int | float | bool) and f"task_{k}" not in ("task_split", "task_index")
+        }
         rows.append({"prompt": prompt, "task_split": split, "task_index": index, **extras})
     if dropped:
-        logger.warning("dropped %d of %d %s prompts longer than %d tokens", dropped, dropped + len(rows), split, max_prompt_length)
+        logger.warning(
+            "dropped %d of %d %s prompts longer than %d tokens",
+            dropped,
+            dropped + len(rows),
+            split,
+            max_prompt_length,
+        )
     if not rows:
         raise ValueError(f"no {split} prompt fits max_prompt_length={max_prompt_length}")
     return Dataset.from_list(rows)
@@ -77,7 +93,11 @@ def build_dataset(env: SingleTurnEnv, split: str, tokenizer: Any = None, max_pro
 def _prompt_tokens(tokenizer: Any, prompt: Any) -> int:
     if isinstance(prompt, str):
         return len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
-    return len(tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"])
+    return len(
+        tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)[
+            "input_ids"
+        ]
+    )
 
 
 def trl_config(config: GRPOConfig, rewards: EnvRewards, **overrides: Any):
@@ -127,7 +147,13 @@ def peft_config(config: GRPOConfig):
 
     lora = config.lora
     targets = lora.target_modules if isinstance(lora.target_modules, str) else list(lora.target_modules)
-    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets, task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=targets,
+        task_type="CAUSAL_LM",
+    )
 
 
 def metrics_callback(writer: MetricsWriter):
@@ -156,7 +182,15 @@ def last_checkpoint(output_dir: str | Path) -> Path | None:
     return Path(found) if found else None
 
 
-def train(env: SingleTurnEnv, config: GRPOConfig, *, model: str | Path, resume: bool = False, trainer_class: Any = None, **trl_overrides: Any) -> RunResult:
+def train(
+    env: SingleTurnEnv,
+    config: GRPOConfig,
+    *,
+    model: str | Path,
+    resume: bool = False,
+    trainer_class: Any = None,
+    **trl_overrides: Any,
+) -> RunResult:
     """Run GRPO on ``env`` with TRL; ``model`` is a path or hub id (already warm-started if wanted).
 
     ``resume=True`` continues from the last checkpoint in ``config.output_dir`` with the same
@@ -202,4 +236,6 @@ def train(env: SingleTurnEnv, config: GRPOConfig, *, model: str | Path, resume: 
     model_dir = output_dir / "final"
     trainer.save_model(str(model_dir))
     tokenizer.save_pretrained(str(model_dir))
-    return RunResult(output_dir, model_dir, trainer.state.global_step, read_metrics(output_dir), plot_rewards(output_dir))
+    return RunResult(
+        output_dir, model_dir, trainer.state.global_step, read_metrics(output_dir), plot_rewards(output_dir)
+    )

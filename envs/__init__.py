@@ -26,6 +26,8 @@ from envs.registration import (
 from envs.spaces import AnyText, ChatMessages
 
 register("arith", "envs.arith:ArithEnv")
+register("gsm8k", "envs.gsm8k:GSM8KEnv")
+register("math500", "envs.math500:MATH500Env")
 load_plugins()
 
 __all__ = [

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
 from envs.env import SingleTurnEnv
-from verifiers import NumberMatch, NumberProximity, Rubric, Task
+from verifiers import NumberMatch, NumericProximity, Rubric, Task
 
 OPERATIONS = "+-*"
 _NAMES = ("Ava", "Ben", "Chloe", "Dev", "Emma", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kira", "Leo")
@@ -151,7 +151,7 @@ class ArithEnv(SingleTurnEnv):
         }
         self.sizes = {"train": train_size, "test": test_size}
         self.rubric = Rubric(
-            {"correct": NumberMatch("answer"), "proximity": NumberProximity("answer")},
+            {"correct": NumberMatch("answer"), "proximity": NumericProximity("answer", scale=1.0)},
             weights={"proximity": proximity_weight},
         )
 

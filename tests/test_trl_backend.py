@@ -31,8 +31,16 @@ def tiny_model(tmp_path_factory):
 
 
 def tiny_config(tmp_path, tiny_model, **changes) -> GRPOConfig:
-    base = dict(model=str(tiny_model), max_steps=3, num_generations=4, prompts_per_step=2,
-                max_completion_length=12, learning_rate=1e-3, save_steps=100, output_dir=str(tmp_path / "run"))
+    base = dict(
+        model=str(tiny_model),
+        max_steps=3,
+        num_generations=4,
+        prompts_per_step=2,
+        max_completion_length=12,
+        learning_rate=1e-3,
+        save_steps=100,
+        output_dir=str(tmp_path / "run"),
+    )
     return GRPOConfig(**{**base, **changes})
 
 
@@ -52,13 +60,23 @@ def test_one_reward_function_per_rubric_component_with_normalised_weights():
     env = envs.make("arith", proximity_weight=0.5)
     rewards = EnvRewards(env, num_generations=2)
     names = [f.__name__ for f in rewards.functions()]
-    assert names == ["correct", "proximity"] and rewards.weights == pytest.approx({"correct": 2 / 3, "proximity": 1 / 3})
+    assert names == ["correct", "proximity"] and rewards.weights == pytest.approx(
+        {"correct": 2 / 3, "proximity": 1 / 3}
+    )
     task = env.tasks("train")[0]
     gold = int(task["answer"])
     completions = [f"<answer>{gold}</answer>", f"<answer>{gold + 100}</answer>"]
     logged: dict[str, float] = {}
-    correct, proximity = (f(prompts=[None] * 2, completions=completions, task_split=["train"] * 2, task_index=[0, 0],
-                            log_metric=logged.__setitem__) for f in rewards.functions())
+    correct, proximity = (
+        f(
+            prompts=[None] * 2,
+            completions=completions,
+            task_split=["train"] * 2,
+            task_index=[0, 0],
+            log_metric=logged.__setitem__,
+        )
+        for f in rewards.functions()
+    )
     assert correct == [1.0, 0.0] and proximity[0] == 1.0 and 0 < proximity[1] < 0.5
     assert logged["accuracy"] == 0.5 and logged["verifier/errors"] == 0 and logged["advantage/std"] > 0
     rewards.close()
@@ -74,8 +92,13 @@ def test_verifier_errors_are_unscored_and_counted_not_zeroed():
     rewards = EnvRewards(env, num_generations=2)
     logged: dict[str, float] = {}
     (reward,) = rewards.functions()
-    assert reward(prompts=[0, 0], completions=["a", "b"], task_split=["train"] * 2, task_index=[0, 1],
-                  log_metric=logged.__setitem__) == [None, None]
+    assert reward(
+        prompts=[0, 0],
+        completions=["a", "b"],
+        task_split=["train"] * 2,
+        task_index=[0, 1],
+        log_metric=logged.__setitem__,
+    ) == [None, None]
     assert logged["verifier/errors"] == 2 and rewards.totals["error"] == 2
     rewards.close()
 
@@ -89,7 +112,9 @@ def test_a_hung_verifier_leaves_the_batch_unscored_within_the_budget():
     rewards = EnvRewards(env, num_generations=2, timeout_s=0.5)
     logged: dict[str, float] = {}
     (reward,) = rewards.functions()
-    assert reward(prompts=[0], completions=["a"], task_split=["train"], task_index=[0], log_metric=logged.__setitem__) == [None]
+    assert reward(
+        prompts=[0], completions=["a"], task_split=["train"], task_index=[0], log_metric=logged.__setitem__
+    ) == [None]
     assert logged["verifier/batch_timeouts"] == 1
     release.set()
     rewards.close()
@@ -103,9 +128,23 @@ def test_grpo_trains_arith_on_cpu_and_writes_metrics(tmp_path, tiny_model, lora)
     rows = read_metrics(result.output_dir)
     assert any(r["grad_norm"] > 0 for r in rows), "no group had reward variance: the test cannot see learning"
     assert [r["step"] for r in rows] == [1, 2, 3]
-    for key in ("reward/mean", "reward/std", "reward/correct/mean", "reward/proximity/mean", "accuracy",
-                "advantage/mean", "advantage/std", "entropy", "completion_length", "clipped_ratio",
-                "zero_variance_groups", "verifier/errors", "verifier/timeouts", "step_time_s", "peak_rss_bytes"):
+    for key in (
+        "reward/mean",
+        "reward/std",
+        "reward/correct/mean",
+        "reward/proximity/mean",
+        "accuracy",
+        "advantage/mean",
+        "advantage/std",
+        "entropy",
+        "completion_length",
+        "clipped_ratio",
+        "zero_variance_groups",
+        "verifier/errors",
+        "verifier/timeouts",
+        "step_time_s",
+        "peak_rss_bytes",
+    ):
         assert key in rows[-1], key
         assert math.isfinite(rows[-1][key])
     assert result.plot is not None and result.plot.stat().st_size > 1000
@@ -120,19 +159,43 @@ def test_grpo_trains_arith_on_cpu_and_writes_metrics(tmp_path, tiny_model, lora)
 def test_liger_chunked_loss_matches_trl_loss_on_the_first_step(tmp_path, tiny_model):
     pytest.importorskip("liger_kernel", reason="needs rlvr-gym[liger]")
     plain = train("arith", tiny_config(tmp_path / "plain", tiny_model, max_steps=1), backend="trl")
-    liger = train("arith", tiny_config(tmp_path / "liger", tiny_model, max_steps=1, liger_loss=True), backend="trl")
-    (p,), (l,) = read_metrics(plain.output_dir), read_metrics(liger.output_dir)
-    assert p["reward/mean"] == l["reward/mean"]  # same seed, same generations
-    assert l["loss"] == pytest.approx(p["loss"], abs=1e-4)
-    assert l["grad_norm"] == pytest.approx(p["grad_norm"], rel=1e-2, abs=1e-5)
+    liger = train(
+        "arith", tiny_config(tmp_path / "liger", tiny_model, max_steps=1, liger_loss=True), backend="trl"
+    )
+    (p,), (lg,) = read_metrics(plain.output_dir), read_metrics(liger.output_dir)
+    assert p["reward/mean"] == lg["reward/mean"]  # same seed, same generations
+    assert lg["loss"] == pytest.approx(p["loss"], abs=1e-4)
+    assert lg["grad_norm"] == pytest.approx(p["grad_norm"], rel=1e-2, abs=1e-5)
 
 
 def cli_train(model, out, *extra):
     import sys
 
-    return [sys.executable, "-m", "trainers.cli", "train", "--env", "arith", "--model", str(model), "--output-dir", str(out),
-            "--max-steps", "8", "--save-steps", "2", "--num-generations", "4", "--prompts-per-step", "2",
-            "--max-completion-length", "12", "--learning-rate", "1e-3", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "trainers.cli",
+        "train",
+        "--env",
+        "arith",
+        "--model",
+        str(model),
+        "--output-dir",
+        str(out),
+        "--max-steps",
+        "8",
+        "--save-steps",
+        "2",
+        "--num-generations",
+        "4",
+        "--prompts-per-step",
+        "2",
+        "--max-completion-length",
+        "12",
+        "--learning-rate",
+        "1e-3",
+        *extra,
+    ]
 
 
 @pytest.mark.slow
@@ -142,23 +205,33 @@ def test_a_killed_run_resumes_with_the_same_data_order_and_no_lost_metrics(tmp_p
     import subprocess
     import time
 
-    reference = subprocess.run(cli_train(tiny_model, tmp_path / "whole"), capture_output=True, text=True, timeout=600)
+    reference = subprocess.run(
+        cli_train(tiny_model, tmp_path / "whole"), capture_output=True, text=True, timeout=600
+    )
     assert reference.returncode == 0, reference.stderr[-2000:]
     whole = read_metrics(tmp_path / "whole")
 
     run_dir = tmp_path / "killed"
-    process = subprocess.Popen(cli_train(tiny_model, run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        cli_train(tiny_model, run_dir),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 300
     while not (run_dir / "checkpoint-4" / "trainer_state.json").exists():
-        assert process.poll() is None and time.monotonic() < deadline, "run ended before its checkpoint at step 4"
+        assert process.poll() is None and time.monotonic() < deadline, (
+            "run ended before its checkpoint at step 4"
+        )
         time.sleep(0.2)
     time.sleep(0.5)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=60)
     assert not (run_dir / "final").exists(), "the run finished before it was killed"
 
-    resumed = subprocess.run(cli_train(tiny_model, run_dir, "--resume"), capture_output=True, text=True, timeout=600)
+    resumed = subprocess.run(
+        cli_train(tiny_model, run_dir, "--resume"), capture_output=True, text=True, timeout=600
+    )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     rows = read_metrics(run_dir)
     assert [r["step"] for r in rows] == list(range(1, 9)), "steps must continue, each logged once"

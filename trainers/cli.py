@@ -81,7 +81,9 @@ def cmd_tiny_model(args: argparse.Namespace) -> int:
     from trainers.tiny_model import build_tiny_model
 
     env = envs.make(args.env, **parse_env_args(args.env_arg))
-    path = build_tiny_model(args.out, env, hidden_size=args.hidden_size, num_layers=args.num_layers, seed=args.seed)
+    path = build_tiny_model(
+        args.out, env, hidden_size=args.hidden_size, num_layers=args.num_layers, seed=args.seed
+    )
     print(f"tiny model written to {path}")
     return 0
 
@@ -103,14 +105,18 @@ def cmd_train(args: argparse.Namespace) -> int:
         max_completion_length=args.max_completion_length,
         learning_rate=args.learning_rate or (TINY_LEARNING_RATE if tiny else 1e-6),
         beta=args.beta,
-        warm_start_steps=args.warm_start_steps if args.warm_start_steps is not None else (TINY_WARM_START if tiny else 0),
+        warm_start_steps=args.warm_start_steps
+        if args.warm_start_steps is not None
+        else (TINY_WARM_START if tiny else 0),
         lora=LoraSettings(r=args.lora_r) if args.lora_r else None,
         liger_loss=args.liger_loss,
         save_steps=args.save_steps,
         seed=args.seed,
     )
     if config.warm_start_steps:
-        print(f"note: a supervised warm start of {config.warm_start_steps} steps on {args.env}'s reference answers runs first")
+        print(
+            f"note: a supervised warm start of {config.warm_start_steps} steps on {args.env}'s reference answers runs first"
+        )
     result = train(config.env_id, config, backend=args.backend, resume=args.resume)
     rows = [r for r in result.metrics if "reward/mean" in r]
     if rows:
@@ -170,8 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-completion-length", type=int, default=32)
     p.add_argument("--learning-rate", type=float, default=None)
     p.add_argument("--beta", type=float, default=0.0, help="KL coefficient")
-    p.add_argument("--warm-start-steps", type=int, default=None, help="supervised steps on reference answers first")
-    p.add_argument("--lora-r", type=int, default=0, help="train a LoRA adapter of this rank (0: full fine-tune)")
+    p.add_argument(
+        "--warm-start-steps", type=int, default=None, help="supervised steps on reference answers first"
+    )
+    p.add_argument(
+        "--lora-r", type=int, default=0, help="train a LoRA adapter of this rank (0: full fine-tune)"
+    )
     p.add_argument("--liger-loss", action="store_true", help="use Liger's chunked GRPO loss")
     p.add_argument("--save-steps", type=int, default=25)
     p.add_argument("--seed", type=int, default=0)
@@ -184,7 +194,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (CliError, envs.RegistryError, ValueError, TypeError, LookupError, FileNotFoundError, RuntimeError) as exc:
+    except (
+        CliError,
+        envs.RegistryError,
+        ValueError,
+        TypeError,
+        LookupError,
+        FileNotFoundError,
+        RuntimeError,
+    ) as exc:
         print(f"rlvr-gym: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

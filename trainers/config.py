@@ -69,14 +69,24 @@ class GRPOConfig:
     verify_timeout_s: float = 60.0
 
     def __post_init__(self) -> None:
-        positive = ("num_generations", "prompts_per_step", "gradient_accumulation_steps", "max_prompt_length",
-                    "max_completion_length", "max_steps", "logging_steps", "save_steps")
+        positive = (
+            "num_generations",
+            "prompts_per_step",
+            "gradient_accumulation_steps",
+            "max_prompt_length",
+            "max_completion_length",
+            "max_steps",
+            "logging_steps",
+            "save_steps",
+        )
         for name in positive:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if self.num_generations < 2:
-            raise ValueError(f"num_generations must be >= 2 (GRPO compares completions in a group), got {self.num_generations}")
+            raise ValueError(
+                f"num_generations must be >= 2 (GRPO compares completions in a group), got {self.num_generations}"
+            )
         if self.warm_start_steps < 0:
             raise ValueError(f"warm_start_steps must be >= 0, got {self.warm_start_steps}")
         for name in ("learning_rate", "temperature", "warm_start_learning_rate", "verify_timeout_s"):
@@ -86,11 +96,15 @@ class GRPOConfig:
         if not (math.isfinite(self.beta) and self.beta >= 0):
             raise ValueError(f"beta (KL coefficient) must be >= 0, got {self.beta}")
         if not 0 < self.epsilon < 1 or (self.epsilon_high is not None and not 0 < self.epsilon_high < 1):
-            raise ValueError(f"epsilon/epsilon_high must lie in (0, 1), got {self.epsilon}/{self.epsilon_high}")
+            raise ValueError(
+                f"epsilon/epsilon_high must lie in (0, 1), got {self.epsilon}/{self.epsilon_high}"
+            )
         if self.loss_type not in LossType.__args__:
             raise ValueError(f"loss_type must be one of {LossType.__args__}, got {self.loss_type!r}")
         if self.scale_rewards not in ScaleRewards.__args__:
-            raise ValueError(f"scale_rewards must be one of {ScaleRewards.__args__}, got {self.scale_rewards!r}")
+            raise ValueError(
+                f"scale_rewards must be one of {ScaleRewards.__args__}, got {self.scale_rewards!r}"
+            )
         if isinstance(self.lora, dict):
             object.__setattr__(self, "lora", LoraSettings(**self.lora))
 

@@ -27,9 +27,10 @@ def env_corpus(env: SingleTurnEnv, tasks: int = 2000) -> Iterator[str]:
     for task in itertools.islice(env.tasks(env.splits[0]), tasks):
         yield env.question(task)
         try:
-            yield env.reference_completion(task)
+            reference = env.reference_completion(task)
         except NotImplementedError:
-            pass
+            continue
+        yield reference
 
 
 def build_tokenizer(texts: Iterable[str], vocab_size: int = 512):

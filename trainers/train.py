@@ -44,8 +44,17 @@ def prepare_model(env: SingleTurnEnv, config: GRPOConfig, *, resume: bool) -> Pa
         if not (resume and (warm / "config.json").is_file()):
             from trainers.warm_start import warm_start
 
-            logger.info("supervised warm start: %d steps on %s reference answers", config.warm_start_steps, env)
-            warm_start(model, env, warm, steps=config.warm_start_steps, learning_rate=config.warm_start_learning_rate, seed=config.seed)
+            logger.info(
+                "supervised warm start: %d steps on %s reference answers", config.warm_start_steps, env
+            )
+            warm_start(
+                model,
+                env,
+                warm,
+                steps=config.warm_start_steps,
+                learning_rate=config.warm_start_learning_rate,
+                seed=config.seed,
+            )
         model = warm
     return model
 

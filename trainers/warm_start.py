@@ -40,14 +40,18 @@ def warm_start(
     rng = random.Random(seed)
     torch.manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 20) * (1 - s / steps))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / 20) * (1 - s / steps)
+    )
     for _ in range(steps):
         rows = [_encode(tokenizer, env, tasks[rng.randrange(len(tasks))]) for _ in range(batch_size)]
         width = max(len(ids) for ids, _ in rows)
         pad = tokenizer.pad_token_id
         input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in rows])
         labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in rows])
-        attention = (torch.arange(width)[None, :] < torch.tensor([len(ids) for ids, _ in rows])[:, None]).long()
+        attention = (
+            torch.arange(width)[None, :] < torch.tensor([len(ids) for ids, _ in rows])[:, None]
+        ).long()
         loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -65,6 +69,10 @@ def _encode(tokenizer, env: SingleTurnEnv, task) -> tuple[list[int], list[int]]:
     if isinstance(prompt, str):
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     else:
-        prompt_ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
-    answer_ids = tokenizer(env.reference_completion(task), add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        prompt_ids = tokenizer.apply_chat_template(
+            prompt, add_generation_prompt=True, tokenize=True, return_dict=True
+        )["input_ids"]
+    answer_ids = tokenizer(env.reference_completion(task), add_special_tokens=False)["input_ids"] + [
+        tokenizer.eos_token_id
+    ]
     return prompt_ids + answer_ids, [-100] * len(prompt_ids) + answer_ids

@@ -1,6 +1,8 @@
 """Verifiers: score a completion against a task, returning a :class:`Verdict` — never raising."""
 
-from verifiers.basic import ExactMatch, NumberMatch, NumberProximity, extract_answer, parse_number
+from verifiers.basic import ExactMatch, NumberMatch, extract_answer, parse_number
+from verifiers.format import IntegerAnswer, LengthBand, NumericProximity, TagFormat
+from verifiers.math import MathVerifier
 from verifiers.protocol import Completion, Task, Verifier, completion_text, run_verifier
 from verifiers.rubric import Rubric
 from verifiers.verdict import Reason, Verdict
@@ -8,10 +10,14 @@ from verifiers.verdict import Reason, Verdict
 __all__ = [
     "Completion",
     "ExactMatch",
+    "IntegerAnswer",
+    "LengthBand",
+    "MathVerifier",
     "NumberMatch",
-    "NumberProximity",
+    "NumericProximity",
     "Reason",
     "Rubric",
+    "TagFormat",
     "Task",
     "Verdict",
     "Verifier",

@@ -1,7 +1,7 @@
-"""Simple verifiers: exact text match and exact number match, with plain answer extraction.
+"""Simple verifiers: exact number match and exact text match.
 
-These need no sandbox: they only run regular expressions and ``decimal`` parsing on bounded
-strings. Symbolic math equivalence lives in its own module with an out-of-process budget.
+No sandbox needed: the answer is found by the shared linear-time extractor and compared with
+``decimal`` parsing or case folding. Symbolic equivalence is ``verifiers.math.MathVerifier``.
 """
 
 from __future__ import annotations
@@ -10,33 +10,11 @@ import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
 
+from verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer
 from verifiers.protocol import Task
 from verifiers.verdict import Reason, Verdict
 
-MAX_ANSWER_CHARS = 200
-"""Longer "answers" are not answers; refusing them keeps every later step cheap."""
-
-_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-_SAYS = re.compile(r"(?:final answer|answer)\s*(?:is|:|=)\s*([^\n]*)", re.IGNORECASE)
 _NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
-
-
-def extract_answer(text: str) -> str | None:
-    """The answer a completion commits to, or ``None``.
-
-    Looks, in order, for the last ``<answer>...</answer>``, the last "answer is X" /
-    "answer: X" line, and a completion that is nothing but a short answer.
-    """
-    tagged = _TAG.findall(text)
-    if tagged:
-        return tagged[-1].strip()
-    said = _SAYS.findall(text)
-    if said:
-        return said[-1].strip().rstrip(".").strip()
-    bare = text.strip()
-    if bare and "\n" not in bare and len(bare) <= MAX_ANSWER_CHARS:
-        return bare
-    return None
 
 
 def parse_number(answer: str) -> Decimal | None:
@@ -78,31 +56,6 @@ class NumberMatch:
 
     def __repr__(self) -> str:
         return f"NumberMatch(answer_key={self.answer_key!r})"
-
-
-class NumberProximity:
-    """Partial credit for numeric answers: ``1 / (1 + |answer - gold| / max(1, |gold|))``.
-
-    Passes only on the exact number; a near miss earns more than a far one, which gives GRPO
-    a signal in groups where no completion is exactly right yet.
-    """
-
-    def __init__(self, answer_key: str = "answer") -> None:
-        self.answer_key = answer_key
-
-    def __call__(self, completion: str, task: Task) -> Verdict:
-        exact = NumberMatch(self.answer_key)(completion, task)
-        if exact.passed or exact.reason is not Reason.WRONG_ANSWER:
-            return exact
-        gold = parse_number(str(task[self.answer_key]))
-        value = parse_number(exact.answer or "")
-        if gold is None or value is None:  # unreachable after NumberMatch's checks; kept as a wall
-            return exact
-        distance = abs(value - gold) / max(1, abs(gold))
-        return Verdict.fail(Reason.WRONG_ANSWER, exact.answer, score=float(1 / (1 + distance)))
-
-    def __repr__(self) -> str:
-        return f"NumberProximity(answer_key={self.answer_key!r})"
 
 
 class ExactMatch:

@@ -1,0 +1,86 @@
+"""``gsm8k``: grade-school math word problems (openai/gsm8k) with integer answers.
+
+Data: the hub's ``openai/gsm8k`` (config ``main``) by default; a JSONL file or a folder with
+``gsm8k_train.jsonl`` / ``gsm8k_test.jsonl`` (``data_path=...`` or ``$RLVR_GYM_DATA_DIR``)
+overrides it. The rubric scores correctness (``MathVerifier``, in-process for numbers) and the
+``<think>…</think><answer>…</answer>`` format separately; both appear in the verdict's details.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from envs.data import load_rows
+from envs.env import SingleTurnEnv
+from verifiers import Rubric, Task
+from verifiers.format import TagFormat
+from verifiers.math import MathVerifier, fast_number, normalize
+
+SYSTEM_PROMPT = (
+    "Solve the math word problem. Reason step by step inside <think></think>, then give only the "
+    "final answer, a number, inside <answer></answer>. For example: "
+    "<think>3 + 4 = 7</think><answer>7</answer>"
+)
+_CALCULATOR = re.compile(r"<<[^<>]*>>")
+
+
+def parse_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A GSM8K row as a task: the question, the final number, and the worked solution."""
+    solution, marker, final = str(row["answer"]).rpartition("####")
+    if not marker:
+        raise ValueError(f"GSM8K row has no '#### answer' line: {row['answer']!r:.80}")
+    return {
+        "question": str(row["question"]),
+        "answer": final.strip().replace(",", ""),
+        "solution": _CALCULATOR.sub("", solution).strip(),
+    }
+
+
+class GSM8KEnv(SingleTurnEnv):
+    """Grade-school math word problems (GSM8K); integer answers, <think>/<answer> format."""
+
+    default_system_prompt = SYSTEM_PROMPT
+
+    def __init__(
+        self,
+        *,
+        data_path: str | os.PathLike[str] | None = None,
+        format_weight: float = 0.2,
+        last_number_fallback: bool = False,
+        timeout: float = 3.0,
+        **env_options: Any,
+    ) -> None:
+        super().__init__(**env_options)
+        self.data_path = data_path
+        self.rubric = Rubric(
+            {
+                "correct": MathVerifier(last_number_fallback=last_number_fallback, timeout=timeout),
+                "format": TagFormat(),
+            },
+            weights={"format": format_weight},
+            passed_by="correct",
+        )
+
+    def load_tasks(self, split: str) -> Sequence[Task]:
+        rows = load_rows(self.data_path, prefix="gsm8k", split=split, hub=("openai/gsm8k", "main"))
+        return [parse_row(row) for row in rows]
+
+    def question(self, task: Task) -> str:
+        return task["question"]
+
+    def reference_completion(self, task: Task) -> str:
+        return f"<think>{task['solution']}</think>\n<answer>{task['answer']}</answer>"
+
+    def wrong_completions(self, task: Task) -> list[str]:
+        value = fast_number(normalize(task["answer"]))
+        gold = task["answer"] if value is None else (int(value) if value.denominator == 1 else float(value))
+        near_miss = f"{gold}+1" if value is None else str(gold + 1)
+        return [
+            *super().wrong_completions(task),
+            f"<think>{task['solution']}</think>\n<answer>{near_miss}</answer>",
+            f"<think>close</think><answer>{gold} or {near_miss}</answer>",
+            f"<think>{task['solution']}</think>",
+        ]

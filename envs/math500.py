@@ -1,0 +1,105 @@
+"""``math500``: the MATH-500 competition problems, answers in ``\\boxed{}``, checked symbolically.
+
+Data: the hub's ``HuggingFaceH4/MATH-500`` (split ``test``) by default; a JSONL file or a folder
+with ``math500_test.jsonl`` (``data_path=...`` or ``$RLVR_GYM_DATA_DIR``) overrides it.
+The rubric scores correctness (``MathVerifier``: sympy in a budgeted worker) and the format
+(one final ``\\boxed{}``) separately.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from envs.data import load_rows
+from envs.env import SingleTurnEnv
+from verifiers import Reason, Rubric, Task, Verdict
+from verifiers.math import MathVerifier, fast_number, find_boxed, normalize
+
+SYSTEM_PROMPT = (
+    "Solve the math problem. Reason step by step, then write the final answer, simplified, "
+    "inside \\boxed{} at the end, e.g. \\boxed{\\frac{3}{4}}."
+)
+
+
+def distinct_answers(first: str, second: str) -> bool:
+    """Cheaply, certainly different answers (for picking a wrong answer from another problem).
+
+    Different normalised strings, also after dropping an ``x=`` prefix, and not the same number.
+    """
+    a, b = (re.sub(r"^[a-zA-Z]=", "", normalize(s)) for s in (first, second))
+    if a == b:
+        return False
+    x, y = fast_number(a), fast_number(b)
+    return x is None or y is None or x != y
+
+
+class BoxedFormat:
+    """The completion ends its reasoning with one final ``\\boxed{...}`` with balanced braces."""
+
+    def __call__(self, completion: str, task: Task) -> Verdict:
+        boxed = find_boxed(completion)
+        if boxed is None or not boxed.strip():
+            return Verdict.fail(Reason.BAD_FORMAT, why="no balanced \\boxed{...}")
+        return Verdict.correct(boxed)
+
+    def __repr__(self) -> str:
+        return "BoxedFormat()"
+
+
+class MATH500Env(SingleTurnEnv):
+    """MATH-500 competition problems; symbolic answers in \\boxed{}, compared with sympy under a budget."""
+
+    splits: ClassVar[tuple[str, ...]] = ("test",)
+    default_system_prompt = SYSTEM_PROMPT
+
+    def __init__(
+        self,
+        *,
+        data_path: str | os.PathLike[str] | None = None,
+        format_weight: float = 0.1,
+        timeout: float = 3.0,
+        **env_options: Any,
+    ) -> None:
+        super().__init__(**env_options)
+        self.data_path = data_path
+        self.rubric = Rubric(
+            {"correct": MathVerifier(timeout=timeout), "format": BoxedFormat()},
+            weights={"format": format_weight},
+            passed_by="correct",
+        )
+
+    def load_tasks(self, split: str) -> Sequence[Task]:
+        rows = load_rows(self.data_path, prefix="math500", split=split, hub=("HuggingFaceH4/MATH-500", None))
+        return [
+            {
+                key: row[key]
+                for key in ("problem", "solution", "answer", "subject", "level", "unique_id")
+                if key in row
+            }
+            for row in rows
+        ]
+
+    def question(self, task: Task) -> str:
+        return task["problem"]
+
+    def reference_completion(self, task: Task) -> str:
+        return f"{task['solution']}\n\nFinal answer: \\boxed{{{task['answer']}}}"
+
+    def wrong_completions(self, task: Task) -> list[str]:
+        """Another problem's (different) answer, and a hedge between the gold answer and it."""
+        tasks = self.tasks("test")
+        start = next((i for i, t in enumerate(tasks) if t is task), 0)
+        other = next(
+            t["answer"]
+            for t in (*tasks[start + 1 :], *tasks[:start])
+            if distinct_answers(t["answer"], task["answer"])
+        )
+        return [
+            *super().wrong_completions(task),
+            f"The answer is \\boxed{{{other}}}",
+            f"\\boxed{{{task['answer']} \\text{{ or }} {other}}}",
+            "\\boxed{}",
+        ]

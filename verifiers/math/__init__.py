@@ -1,0 +1,24 @@
+"""Math answers: extraction, normalisation, a safe parser, and budgeted sympy equivalence.
+
+Importing this package does not import sympy: plain numbers are settled in the caller, and
+:mod:`verifiers.math.parse` / :mod:`verifiers.math.symbolic` run in the budgeted worker.
+"""
+
+from verifiers.math.budget import Worker, shared_worker
+from verifiers.math.equivalence import Equivalence, check
+from verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer, find_boxed
+from verifiers.math.normalize import fast_number, normalize
+from verifiers.math.verifier import MathVerifier
+
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "Equivalence",
+    "MathVerifier",
+    "Worker",
+    "check",
+    "extract_answer",
+    "fast_number",
+    "find_boxed",
+    "normalize",
+    "shared_worker",
+]

@@ -1,0 +1,179 @@
+"""Normalisation of answer strings, and the exact in-process number fast path.
+
+Everything here is regular expressions and :class:`fractions.Fraction` on bounded strings, so it
+is cheap and safe to run in the caller's process: the common GSM8K case never needs sympy.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from fractions import Fraction
+
+MAX_EXPONENT = 400
+"""Largest |power of ten| the fast path accepts in scientific notation (1e999 is not a number)."""
+
+_UNICODE = {
+    "π": r"\pi",
+    "∞": r"\infty",
+    "·": "*",
+    "×": "*",
+    "÷": "/",
+    "−": "-",
+    "–": "-",
+    "±": r"\pm",
+    "∓": r"\mp",
+    "√": r"\sqrt",
+    "≤": r"\le",
+    "≥": r"\ge",
+    "≠": r"\neq",
+    "°": "",
+}
+_DELIMITERS = ((r"\(", r"\)"), (r"\[", r"\]"), ("$$", "$$"), ("$", "$"))
+_SPACING = re.compile(r"\\\\|\\left|\\right|\\[!,;:> ]|\\quad|\\qquad|\\displaystyle|~")
+_DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree")
+_TEXT = re.compile(
+    r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}(\^\{?\d\}?)?"
+)
+_PERCENT = re.compile(r"\\?%")
+_CURRENCY = re.compile(r"\\\$|\$|€|£|\\euro")
+_UNIT_TAIL = re.compile(
+    r"([+-]?[\d.,]*\d\.?)\s*(?!pi\b|sqrt|e\b|i\b)[a-zA-Z][a-zA-Z .]*[a-zA-Z.](?:\^\{?\d\}?)?"
+)
+_IN_SET = re.compile(r"^[a-zA-Z]\s*\\in\s*")
+_MIXED_SPACE = re.compile(r"^([+-]?)(\d+)\s+(\d+)\s*/\s*(\d+)$")
+_MIXED_TEX = re.compile(r"^([+-]?)(\d+)\s*\\frac\s*\{?(\d+)\}?\s*\{?(\d+)\}?$")
+_FRAC_DIGITS = re.compile(r"\\frac\s*(\d)\s*(\d)")
+_FRAC_HALF = re.compile(r"\\frac\s*(\d)\s*\{|\\frac\s*(\{[^{}]*\})\s*(\d)")
+_SQRT_DIGIT = re.compile(r"\\sqrt\s*(\d)")
+_THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_BASE_BRACES = re.compile(r"_\{(\w+)\}")
+_SPACE = re.compile(r"(\\[a-zA-Z]+)?\s+(?=([a-zA-Z])?)")
+_HEDGE = re.compile(r"\bor\b|\beither\b", re.IGNORECASE)
+
+_DECIMAL = re.compile(r"([+-]?)(\d+\.?\d*|\.\d+)")
+_SCIENTIFIC = re.compile(
+    r"([+-]?(?:\d+\.?\d*|\.\d+))(?:[eE]([+-]?\d+)|\*10\^\{?([+-]?\d+)\}?|\\(?:times|cdot)10\^\{?([+-]?\d+)\}?)"
+)
+_SLASH = re.compile(r"([+-]?\d+)/(\d+)")
+_TEX_FRAC = re.compile(r"([+-]?)\\frac\{([+-]?\d+)\}\{([+-]?\d+)\}")
+
+
+def _squeeze(match: re.Match[str]) -> str:
+    """Drop a space, except the one that ends a command before a letter (``\\cot x``)."""
+    command = match.group(1) or ""
+    return command + " " if command and match.group(2) else command
+
+
+def is_hedged(answer: str) -> bool:
+    """True for answers that commit to more than one value in words ("17 or 18")."""
+    return bool(_HEDGE.search(answer))
+
+
+def strip_delimiters(text: str) -> str:
+    """Remove math delimiters (``$..$``, ``\\(..\\)``, ``\\[..\\]``) around the whole answer."""
+    text = text.strip()
+    changed = True
+    while changed:
+        changed = False
+        for left, right in _DELIMITERS:
+            if len(text) >= len(left) + len(right) and text.startswith(left) and text.endswith(right):
+                text = text[len(left) : len(text) - len(right)].strip()
+                changed = True
+    return text
+
+
+def strip_group(text: str) -> str:
+    """``{42}`` -> ``42``: drop braces that enclose the whole answer as one group (linear time)."""
+    partner: dict[int, int] = {}
+    stack: list[int] = []
+    for position, char in enumerate(text):
+        if char == "{":
+            stack.append(position)
+        elif char == "}" and stack:
+            partner[stack.pop()] = position
+    depth = 0
+    while depth < len(text) // 2 and text[depth] == "{" and partner.get(depth) == len(text) - 1 - depth:
+        depth += 1
+    return text[depth : len(text) - depth] if depth else text
+
+
+def _drop_text(text: str) -> str:
+    """``\\text{...}`` beside a value is a unit and goes (with its ``^2``: "15\\mbox{ cm}^2");
+    an answer that is only text ("\\text{Evelyn}", "\\text{(B)}") is unwrapped."""
+    without = _TEXT.sub("", text).strip()
+    if re.search(r"\d", without):
+        return without
+    return _TEXT.sub(lambda m: m.group(1), text)
+
+
+def normalize(answer: str) -> str:
+    """A canonical string for an answer: same value, same string, as often as cheaply possible.
+
+    Removes delimiters, spacing commands, ``\\left``/``\\right``, degrees, ``%``, currency,
+    ``\\text{}`` units and trailing unit words after a number, thousands separators and spaces;
+    rewrites ``\\dfrac``/``\\tfrac`` to ``\\frac``, ``\\frac12`` to ``\\frac{1}{2}`` and mixed
+    numbers (``1\\frac{4}{5}``, ``1 4/5``) to improper fractions.
+    """
+    text = unicodedata.normalize("NFKC", answer)
+    for char, replacement in _UNICODE.items():
+        if char in text:
+            text = text.replace(char, replacement)
+    text = strip_delimiters(text).rstrip(".").strip()
+    text = strip_delimiters(text.strip("*").strip())  # Markdown bold, even when half of it was cut off
+    text = text.replace(r"\dfrac", r"\frac").replace(r"\tfrac", r"\frac")
+    text = _SPACING.sub(lambda m: m.group() if m.group() == "\\\\" else " ", text)
+    text = _DEGREES.sub("", text)
+    if "\\" in text and "{" in text:
+        text = _drop_text(text)
+    text = _PERCENT.sub("", text)
+    text = _CURRENCY.sub("", text)
+    text = _IN_SET.sub("", text).strip()
+    if unit := _UNIT_TAIL.fullmatch(text):  # "72 dollars", "5 apples": a number then words
+        text = unit.group(1)
+    text = text.strip().rstrip(".").strip()
+    mixed = _MIXED_SPACE.fullmatch(text) or _MIXED_TEX.fullmatch(text)
+    if mixed:
+        sign, whole, num, den = mixed.groups()
+        if int(den) != 0:
+            value = int(whole) + Fraction(int(num), int(den))
+            text = f"{sign}\\frac{{{value.numerator}}}{{{value.denominator}}}"
+    text = _FRAC_DIGITS.sub(r"\\frac{\1}{\2}", text)
+    text = _FRAC_HALF.sub(
+        lambda m: f"\\frac{{{m.group(1)}}}{{" if m.group(1) else f"\\frac{m.group(2)}{{{m.group(3)}}}", text
+    )
+    text = _SQRT_DIGIT.sub(r"\\sqrt{\1}", text)
+    text = _SPACE.sub(_squeeze, text)
+    if _THOUSANDS.fullmatch(text):
+        text = text.replace(",", "")
+    text = _BASE_BRACES.sub(r"_\1", text)
+    text = strip_group(text)
+    single = re.fullmatch(r"\(([A-Za-z])\)", text)
+    return single.group(1) if single else text
+
+
+def fast_number(text: str) -> Fraction | None:
+    """The exact value of a *normalised* plain number, or ``None`` (then sympy may still try).
+
+    Accepts integers, decimals (``.35``), ``a/b``, ``\\frac{a}{b}`` and scientific notation
+    with |exponent| <= ``MAX_EXPONENT``. Never NaN or infinity: those are not numbers here.
+    """
+    if len(text) > 120:
+        return None
+    if match := _DECIMAL.fullmatch(text):
+        return Fraction(match.group(1) + match.group(2))
+    if match := _SLASH.fullmatch(text):
+        den = int(match.group(2))
+        return Fraction(int(match.group(1)), den) if den else None
+    if match := _TEX_FRAC.fullmatch(text):
+        den = int(match.group(3))
+        if not den:
+            return None
+        value = Fraction(int(match.group(2)), den)
+        return -value if match.group(1) == "-" else value
+    if match := _SCIENTIFIC.fullmatch(text):
+        exponent = int(next(g for g in match.groups()[1:] if g is not None))
+        if abs(exponent) > MAX_EXPONENT:
+            return None
+        return Fraction(match.group(1)) * Fraction(10) ** exponent
+    return None

@@ -1,0 +1,550 @@
+"""A whitelist tokenizer and recursive-descent parser from (normalised) LaTeX to sympy objects.
+
+Model text never reaches ``eval``, ``sympify`` or ``parse_expr``: every token is matched by a
+regular expression and every sympy object is built by a named constructor. Sizes are bounded
+(tokens, nesting depth, digits, powers, factorials) so hostile input fails fast with
+:class:`ParseError` / :class:`TooLarge`; what still runs long is stopped by the worker budget.
+
+The parse result is a sympy expression or one of the small containers below.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+import sympy
+
+MAX_TOKENS = 400
+MAX_DEPTH = 40
+MAX_DIGITS = 100
+MAX_POWER_BITS = 20_000
+MAX_SYMBOLIC_EXPONENT = 1_000
+MAX_FACTORIAL = 500
+
+PM = sympy.Symbol("_pm", positive=True)
+"""Stands for ``±``: an expression holding it denotes two values (PM = 1 and PM = -1)."""
+
+
+class ParseError(ValueError):
+    """The text is not in the math grammar we accept."""
+
+
+class TooLarge(ParseError):
+    """The text denotes a number too large to build (a power tower, a huge factorial)."""
+
+
+@dataclass(frozen=True)
+class Relation:
+    op: str
+    lhs: sympy.Expr
+    rhs: sympy.Expr
+
+
+@dataclass(frozen=True)
+class Items:
+    """A parenthesised tuple (``ordered``), a ``\\{set\\}``, or a bare comma list."""
+
+    kind: str  # "tuple" | "set" | "list"
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Interval:
+    lo: sympy.Expr
+    hi: sympy.Expr
+    lo_open: bool
+    hi_open: bool
+
+
+@dataclass(frozen=True)
+class Union:
+    parts: tuple
+
+
+@dataclass(frozen=True)
+class Matrix:
+    rows: tuple  # tuple of tuples of expressions
+
+
+_TOKEN = re.compile(
+    r"(?P<num>\d+(?:\.\d*)?|\.\d+)"
+    r"|(?P<cmd>\\(?:[a-zA-Z]+|[{}|\\]))"
+    r"|(?P<letter>[a-zA-Z])"
+    r"|(?P<op>\*\*|<=|>=|!=|[-+*/^_=<>(),\[\]{}|!&])"
+    r"|(?P<space>\s+)"
+)
+
+_GREEK = {
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "varepsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "vartheta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "rho",
+    "sigma",
+    "tau",
+    "upsilon",
+    "phi",
+    "varphi",
+    "chi",
+    "psi",
+    "omega",
+    "Gamma",
+    "Delta",
+    "Theta",
+    "Lambda",
+    "Xi",
+    "Sigma",
+    "Phi",
+    "Psi",
+    "Omega",
+}
+_FUNCTIONS = {
+    "sin": sympy.sin,
+    "cos": sympy.cos,
+    "tan": sympy.tan,
+    "cot": sympy.cot,
+    "sec": sympy.sec,
+    "csc": sympy.csc,
+    "arcsin": sympy.asin,
+    "arccos": sympy.acos,
+    "arctan": sympy.atan,
+    "sinh": sympy.sinh,
+    "cosh": sympy.cosh,
+    "tanh": sympy.tanh,
+    "ln": sympy.log,
+    "log": sympy.log,
+    "exp": sympy.exp,
+}
+_RELATIONS = {
+    "=": "=",
+    "<": "<",
+    ">": ">",
+    "<=": "<=",
+    ">=": ">=",
+    "!=": "!=",
+    r"\le": "<=",
+    r"\leq": "<=",
+    r"\ge": ">=",
+    r"\geq": ">=",
+    r"\neq": "!=",
+    r"\ne": "!=",
+    r"\lt": "<",
+    r"\gt": ">",
+}
+_TIMES = {"*", r"\cdot", r"\times"}
+_DIVIDE = {"/", r"\div"}
+_FRAC = {r"\frac", r"\dfrac", r"\tfrac", r"\cfrac"}
+_MATRIX_ENVS = {"pmatrix", "bmatrix", "matrix", "vmatrix", "smallmatrix"}
+_SKIP = {r"\,", r"\!", r"\;", r"\quad", r"\qquad", r"\left", r"\right", r"\displaystyle"}
+
+
+def tokenize(text: str) -> list[tuple[str, str]]:
+    """``(kind, text)`` tokens, or :class:`ParseError` at the first character outside the grammar."""
+    tokens: list[tuple[str, str]] = []
+    position = 0
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        if match is None:
+            raise ParseError(f"unexpected character {text[position]!r} at {position}")
+        position = match.end()
+        kind = match.lastgroup or ""
+        value = match.group()
+        if kind == "space" or value in _SKIP:
+            continue
+        if kind == "num" and len(value) > MAX_DIGITS:
+            raise TooLarge(f"a number of {len(value)} digits")
+        tokens.append((kind, value))
+        if len(tokens) > MAX_TOKENS:
+            raise ParseError(f"more than {MAX_TOKENS} tokens")
+    return tokens
+
+
+def _check_power(base: sympy.Expr, exponent: sympy.Expr) -> None:
+    """Refuse powers whose exact value would be enormous, before sympy computes them."""
+    if not (exponent.is_number and base.is_number):
+        if exponent.is_Integer and abs(int(exponent)) > MAX_SYMBOLIC_EXPONENT:
+            raise TooLarge(f"symbolic power with exponent {exponent}")
+        return
+    if exponent.is_Rational:
+        numerator = abs(int(exponent.p))
+        magnitude = abs(base) if base.is_Rational else None
+        if magnitude is not None and magnitude in (0, 1):
+            return
+        if base.is_Rational:
+            bits = max(abs(int(base.p)).bit_length(), abs(int(base.q)).bit_length())
+            if numerator * bits > MAX_POWER_BITS:
+                raise TooLarge(f"a power of about {numerator * bits} bits")
+        elif numerator > MAX_SYMBOLIC_EXPONENT:
+            raise TooLarge(f"power with exponent {exponent}")
+
+
+class _Parser:
+    def __init__(self, tokens: list[tuple[str, str]]) -> None:
+        self.tokens = tokens
+        self.position = 0
+        self.depth = 0
+
+    # ----- token helpers ---------------------------------------------------------------------
+    def peek(self, offset: int = 0) -> str | None:
+        index = self.position + offset
+        return self.tokens[index][1] if index < len(self.tokens) else None
+
+    def kind(self) -> str | None:
+        return self.tokens[self.position][0] if self.position < len(self.tokens) else None
+
+    def take(self) -> str:
+        if self.position >= len(self.tokens):
+            raise ParseError("unexpected end of input")
+        value = self.tokens[self.position][1]
+        self.position += 1
+        return value
+
+    def accept(self, *values: str) -> str | None:
+        if self.peek() in values:
+            return self.take()
+        return None
+
+    def expect(self, value: str) -> None:
+        got = self.peek()
+        if got != value:
+            raise ParseError(f"expected {value!r}, got {got!r}")
+        self.position += 1
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ParseError(f"nesting deeper than {MAX_DEPTH}")
+
+    # ----- grammar ---------------------------------------------------------------------------
+    def parse_top(self) -> object:
+        items = [self.parse_union()]
+        while self.accept(","):
+            items.append(self.parse_union())
+        if self.peek() is not None:
+            raise ParseError(f"unexpected {self.peek()!r}")
+        return items[0] if len(items) == 1 else Items("list", tuple(items))
+
+    def parse_union(self) -> object:
+        parts = [self.parse_relation()]
+        while self.accept(r"\cup"):
+            parts.append(self.parse_relation())
+        return parts[0] if len(parts) == 1 else Union(tuple(parts))
+
+    def parse_relation(self) -> object:
+        lhs = self.parse_expr()
+        if self.peek() == r"\in":
+            self.take()
+            return self.parse_relation()
+        op = self.peek()
+        if op in _RELATIONS:
+            self.take()
+            rhs = self.parse_expr()
+            if isinstance(lhs, sympy.Expr) and isinstance(rhs, sympy.Expr):
+                return Relation(_RELATIONS[op], lhs, rhs)
+            raise ParseError("relations are between expressions")
+        return lhs
+
+    def parse_expr(self) -> object:
+        self.enter()
+        left = self.parse_term()
+        while self.peek() in ("+", "-", r"\pm", r"\mp"):
+            op = self.take()
+            right = _scalar(self.parse_term())
+            left = _scalar(left)
+            if op == "+":
+                left = left + right
+            elif op == "-":
+                left = left - right
+            else:
+                left = left + (PM if op == r"\pm" else -PM) * right
+        self.depth -= 1
+        return left
+
+    def starts_atom(self) -> bool:
+        token, kind = self.peek(), self.kind()
+        if token is None:
+            return False
+        if kind in ("num", "letter"):
+            return True
+        if token in ("(", r"\{") or token in _FRAC or token in (r"\sqrt", r"\pi", r"\infty", r"\begin"):
+            return True
+        return kind == "cmd" and (token[1:] in _GREEK or token[1:] in _FUNCTIONS)
+
+    def parse_term(self) -> object:
+        left = self.parse_unary()
+        while True:
+            token = self.peek()
+            if token in _TIMES or token in _DIVIDE:
+                self.take()
+                right = _scalar(self.parse_unary())
+                left = _scalar(left)
+                if token in _DIVIDE:
+                    if right == 0:
+                        raise ParseError("division by zero")
+                    left = left / right
+                else:
+                    left = left * right
+            elif self.starts_atom():
+                left = _scalar(left) * _scalar(self.parse_power())
+            else:
+                return left
+
+    def parse_unary(self) -> object:
+        token = self.peek()
+        if token in ("-", "+", r"\pm", r"\mp"):
+            self.take()
+            self.enter()
+            operand = _scalar(self.parse_unary())
+            self.depth -= 1
+            return {"-": -operand, "+": operand, r"\pm": PM * operand, r"\mp": -PM * operand}[token]
+        return self.parse_power()
+
+    def parse_power(self) -> object:
+        base = self.parse_postfix()
+        if self.accept("^", "**"):
+            self.enter()
+            if self.peek() == "{":
+                exponent = _scalar(self.parse_group())
+            elif self.peek() in ("-", "+"):
+                exponent = _scalar(self.parse_unary())
+            else:
+                exponent = _scalar(self.parse_power())
+            self.depth -= 1
+            base = _scalar(base)
+            _check_power(base, exponent)
+            if base == 0 and exponent.is_number and exponent.is_negative:
+                raise ParseError("division by zero")
+            return sympy.Pow(base, exponent)
+        return base
+
+    def parse_postfix(self) -> object:
+        value = self.parse_atom()
+        while self.peek() == "!":
+            self.take()
+            value = _scalar(value)
+            if not (value.is_Integer and 0 <= int(value) <= MAX_FACTORIAL):
+                raise TooLarge(f"factorial of {value}")
+            value = sympy.factorial(value)
+        if self.peek() == "_":
+            raise ParseError("subscripts (bases, indices) are compared as text")
+        return value
+
+    def parse_group(self) -> object:
+        self.expect("{")
+        self.enter()
+        inner = self.parse_union()
+        self.depth -= 1
+        self.expect("}")
+        return inner
+
+    def parse_arg(self) -> sympy.Expr:
+        """A TeX macro argument: ``{...}``, or one token (one *digit* of a number, as TeX does)."""
+        token, kind = self.peek(), self.kind()
+        if token == "{":
+            return _scalar(self.parse_group())
+        if kind == "num":
+            if "." not in token and len(token) > 1:
+                self.tokens[self.position] = ("num", token[1:])
+                return sympy.Integer(int(token[0]))
+            self.take()
+            return _number(token)
+        return _scalar(self.parse_atom())
+
+    def parse_atom(self) -> object:
+        token, kind = self.peek(), self.kind()
+        if token is None:
+            raise ParseError("unexpected end of input")
+        if kind == "num":
+            self.take()
+            return _number(token)
+        if kind == "letter":
+            self.take()
+            return sympy.I if token == "i" else sympy.Symbol(token)
+        if token in ("(", "["):
+            return self.parse_bracketed()
+        if token == "{":
+            return self.parse_group()
+        if token == r"\{":
+            self.take()
+            items = self.parse_items(r"\}")
+            return Items("set", tuple(items))
+        if token == "|":
+            self.take()
+            self.enter()
+            inner = _scalar(self.parse_expr())
+            self.depth -= 1
+            self.expect("|")
+            return sympy.Abs(inner)
+        if token in _FRAC:
+            self.take()
+            self.enter()
+            numerator, denominator = self.parse_arg(), self.parse_arg()
+            self.depth -= 1
+            if denominator == 0:
+                raise ParseError("division by zero")
+            return numerator / denominator
+        if token == r"\sqrt":
+            self.take()
+            self.enter()
+            index = None
+            if self.accept("["):
+                index = _scalar(self.parse_expr())
+                self.expect("]")
+            radicand = self.parse_arg()
+            self.depth -= 1
+            if index is None:
+                return sympy.sqrt(radicand)
+            if index == 0:
+                raise ParseError("zeroth root")
+            _check_power(radicand, 1 / index)
+            return sympy.root(radicand, index)
+        if token == r"\pi":
+            self.take()
+            return sympy.pi
+        if token == r"\infty":
+            self.take()
+            return sympy.oo
+        if token == r"\begin":
+            return self.parse_matrix()
+        if kind == "cmd" and token[1:] in _FUNCTIONS:
+            return self.parse_function()
+        if kind == "cmd" and token[1:] in _GREEK:
+            self.take()
+            return sympy.Symbol(token[1:])
+        raise ParseError(f"unexpected {token!r}")
+
+    def parse_function(self) -> sympy.Expr:
+        function = _FUNCTIONS[self.take()[1:]]
+        power = None
+        if self.accept("^"):
+            power = self.parse_arg()
+        self.enter()
+        argument = _scalar(self.parse_atom() if self.peek() in ("(", "{") else self.parse_power())
+        self.depth -= 1
+        value = function(argument)
+        if power is not None:
+            _check_power(value, power)
+            value = sympy.Pow(value, power)
+        return value
+
+    def parse_items(self, closer: str) -> list:
+        self.enter()
+        items = [] if self.peek() == closer else [self.parse_union()]
+        while self.accept(","):
+            items.append(self.parse_union())
+        self.expect(closer)
+        self.depth -= 1
+        return items
+
+    def parse_bracketed(self) -> object:
+        opener = self.take()
+        self.enter()
+        items = [self.parse_union()]
+        while self.accept(","):
+            items.append(self.parse_union())
+        closer = self.take() if self.peek() in (")", "]") else None
+        self.depth -= 1
+        if closer is None:
+            raise ParseError(f"unclosed {opener!r}")
+        if len(items) == 1:
+            if opener + closer not in ("()", "[]"):
+                raise ParseError("mismatched brackets")
+            return items[0]
+        if len(items) == 2 and opener + closer != "()":
+            lo, hi = (_scalar(item) for item in items)
+            return Interval(lo, hi, opener == "(", closer == ")")
+        if opener + closer != "()" and opener + closer != "[]":
+            raise ParseError("mismatched brackets")
+        return Items("tuple", tuple(items))
+
+    def parse_matrix(self) -> Matrix:
+        self.expect(r"\begin")
+        self.expect("{")
+        name = ""
+        while self.kind() == "letter":
+            name += self.take()
+        self.expect("}")
+        if name not in _MATRIX_ENVS:
+            raise ParseError(f"unknown environment {name!r}")
+        rows: list[tuple] = []
+        row: list = []
+        self.enter()
+        while True:
+            row.append(_scalar(self.parse_expr()))
+            if self.accept("&"):
+                continue
+            if self.accept("\\\\"):
+                rows.append(tuple(row))
+                row = []
+                if self.peek() == r"\end":
+                    break
+                continue
+            break
+        if row:
+            rows.append(tuple(row))
+        self.depth -= 1
+        self.expect(r"\end")
+        self.expect("{")
+        while self.kind() == "letter":
+            self.take()
+        self.expect("}")
+        if len({len(r) for r in rows}) != 1:
+            raise ParseError("ragged matrix")
+        return Matrix(tuple(rows))
+
+
+def _number(token: str) -> sympy.Rational:
+    """An exact sympy number from a digits token, via ``fractions`` (sympy never sees the string)."""
+    value = Fraction(token.rstrip("."))
+    return sympy.Rational(value.numerator, value.denominator)
+
+
+def _scalar(value: object) -> sympy.Expr:
+    if not isinstance(value, sympy.Expr):
+        raise ParseError(f"{type(value).__name__} used where a number or expression belongs")
+    if value.has(sympy.nan, sympy.zoo):
+        raise ParseError("undefined value")
+    return value
+
+
+def parse(text: str) -> object:
+    """The math object ``text`` denotes (see module docs), or :class:`ParseError`."""
+    if not isinstance(text, str):
+        raise ParseError("not text")
+    tokens = tokenize(text)
+    if not tokens:
+        raise ParseError("empty")
+    return _Parser(tokens).parse_top()
+
+
+def is_finite_number(value: object) -> bool:
+    """A plain scalar with no symbols and no infinity (safe for numeric evaluation)."""
+    return isinstance(value, sympy.Expr) and value.is_number and not value.has(sympy.oo, -sympy.oo, PM)
+
+
+__all__ = [
+    "PM",
+    "Interval",
+    "Items",
+    "Matrix",
+    "ParseError",
+    "Relation",
+    "TooLarge",
+    "Union",
+    "parse",
+    "tokenize",
+]

@@ -1,0 +1,148 @@
+"""Symbolic equivalence, run inside the budgeted worker process (never in the caller).
+
+Both answers are parsed with our own grammar (:mod:`verifiers.math.parse`) and compared
+structurally: relations (equations up to a constant factor), tuples in order, sets and bare
+lists in any order, intervals with their open/closed ends, unions, matrices, and scalars by
+``sympy.simplify`` of the difference, then numerically (exact numbers) or at random points
+(expressions). ``±`` denotes a two-element set.
+"""
+
+from __future__ import annotations
+
+import random
+
+import sympy
+
+from verifiers.math.parse import PM, Interval, Items, Matrix, ParseError, Relation, TooLarge, Union, parse
+
+EQUAL, DIFFERENT, INVALID, TOO_LARGE = "equal", "different", "invalid", "too_large"
+TOLERANCE = 1e-9
+
+
+def _numeric_close(a: sympy.Expr, b: sympy.Expr) -> bool:
+    difference = complex(sympy.N(a - b, 30))
+    scale = max(1.0, abs(complex(sympy.N(a, 30))))
+    return abs(difference) <= TOLERANCE * scale
+
+
+def _scalars_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
+    if a == b:
+        return True
+    if a.has(sympy.oo, -sympy.oo) or b.has(sympy.oo, -sympy.oo):
+        return False
+    free = (a.free_symbols | b.free_symbols) - {PM}
+    difference = sympy.simplify(a - b)
+    if difference == 0:
+        return True
+    if not free:
+        return _numeric_close(a, b)
+    rng = random.Random(0)
+    for _ in range(3):
+        point = {s: sympy.Rational(rng.randint(2, 97), rng.randint(2, 13)) for s in free}
+        try:
+            if not _numeric_close(a.subs(point), b.subs(point)):
+                return False
+        except (TypeError, ValueError, ZeroDivisionError):
+            return False
+    return True
+
+
+def _expand_pm(value: object) -> object:
+    """``a ± b`` denotes the set {a + b, a - b}."""
+    if isinstance(value, sympy.Expr) and value.has(PM):
+        return Items("set", (value.subs(PM, 1), value.subs(PM, -1)))
+    if isinstance(value, Items):
+        items: list = []
+        for item in value.items:
+            expanded = _expand_pm(item)
+            if isinstance(expanded, Items) and expanded.kind == "set" and isinstance(item, sympy.Expr):
+                items.extend(expanded.items)
+            else:
+                items.append(expanded)
+        return Items(value.kind, tuple(items))
+    return value
+
+
+def _match_unordered(left: tuple, right: tuple) -> bool:
+    if len(left) != len(right):
+        return False
+    remaining = list(right)
+    for item in left:
+        for index, other in enumerate(remaining):
+            if same(item, other):
+                del remaining[index]
+                break
+        else:
+            return False
+    return True
+
+
+def _relations_equal(a: Relation, b: Relation) -> bool:
+    flipped = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+    if a.op != b.op and flipped.get(a.op) == b.op:
+        b = Relation(a.op, b.rhs, b.lhs)
+    if a.op != b.op:
+        return False
+    if a.lhs == b.lhs and _scalars_equal(a.rhs, b.rhs):
+        return True
+    if a.op not in ("=", "!="):
+        return _scalars_equal(a.lhs - a.rhs, b.lhs - b.rhs)
+    left, right = sympy.simplify(a.lhs - a.rhs), sympy.simplify(b.lhs - b.rhs)
+    if left == 0 or right == 0:
+        return left == right
+    ratio = sympy.simplify(left / right)
+    return bool(ratio.is_number and ratio != 0)
+
+
+def same(a: object, b: object) -> bool:
+    """Structural equivalence of two parsed answers (see the module docs for the rules)."""
+    a, b = _expand_pm(a), _expand_pm(b)
+    if isinstance(a, Relation) and isinstance(b, Relation):
+        return _relations_equal(a, b)
+    if isinstance(a, Relation) and a.op == "=" and isinstance(a.lhs, sympy.Symbol):
+        return same(a.rhs, b)
+    if isinstance(b, Relation) and b.op == "=" and isinstance(b.lhs, sympy.Symbol):
+        return same(a, b.rhs)
+    if isinstance(a, Interval) and isinstance(b, Items) and b.kind == "tuple" and len(b.items) == 2:
+        a, b = b, a
+    if isinstance(a, Items) and a.kind == "tuple" and len(a.items) == 2 and isinstance(b, Interval):
+        return b.lo_open and b.hi_open and same(a.items[0], b.lo) and same(a.items[1], b.hi)
+    if isinstance(a, Items) and isinstance(b, Items):
+        if "set" in (a.kind, b.kind) or (a.kind == b.kind == "list"):
+            return _match_unordered(a.items, b.items)
+        return len(a.items) == len(b.items) and all(same(x, y) for x, y in zip(a.items, b.items, strict=True))
+    if isinstance(a, Interval) and isinstance(b, Interval):
+        return (a.lo_open, a.hi_open) == (b.lo_open, b.hi_open) and same(a.lo, b.lo) and same(a.hi, b.hi)
+    if isinstance(a, Union) and isinstance(b, Union):
+        return _match_unordered(a.parts, b.parts)
+    if isinstance(a, Matrix) and isinstance(b, Matrix):
+        return len(a.rows) == len(b.rows) and all(
+            len(r) == len(s) and all(same(x, y) for x, y in zip(r, s, strict=True))
+            for r, s in zip(a.rows, b.rows, strict=True)
+        )
+    if isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr):
+        return _scalars_equal(a, b)
+    return False
+
+
+def compare_symbolic(gold: str, pred: str) -> list[str]:
+    """Worker entry point: ``[status, why]`` for two normalised answers. Runs under the budget."""
+    try:
+        gold_value = parse(gold)
+    except ParseError as exc:
+        return [DIFFERENT, f"gold is not math ({exc}); compared as text"]
+    try:
+        pred_value = parse(pred)
+    except TooLarge as exc:
+        return [TOO_LARGE, str(exc)]
+    except ParseError as exc:
+        return [INVALID, str(exc)]
+    except (TypeError, ValueError, ArithmeticError) as exc:  # sympy refused to build the value
+        return [INVALID, f"not a well-formed value ({type(exc).__name__})"]
+    try:
+        return [EQUAL, ""] if same(gold_value, pred_value) else [DIFFERENT, ""]
+    except (TypeError, ValueError, ArithmeticError, AttributeError) as exc:
+        return [DIFFERENT, f"sympy could not compare: {type(exc).__name__}"]
+
+
+__all__ = ["compare_symbolic", "same"]

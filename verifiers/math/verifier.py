@@ -1,0 +1,79 @@
+"""``MathVerifier``: extract the final answer, then check it against the gold one."""
+
+from __future__ import annotations
+
+from verifiers.math import equivalence
+from verifiers.math.budget import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Worker, shared_worker
+from verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer
+from verifiers.protocol import Task
+from verifiers.verdict import Reason, Verdict
+
+_REASONS = {
+    equivalence.DIFFERENT: Reason.WRONG_ANSWER,
+    equivalence.INVALID: Reason.BAD_FORMAT,
+    equivalence.TOO_LARGE: Reason.BAD_FORMAT,
+    equivalence.TIMEOUT: Reason.TIMEOUT,
+}
+
+
+class MathVerifier:
+    """Passes when the completion's final answer equals ``task[answer_key]`` mathematically.
+
+    Plain numbers are settled in-process (exact fractions); symbolic answers go to a warm worker
+    process with a hard ``timeout`` (seconds) and ``memory_mb`` budget. The last-number fallback
+    (``last_number_fallback``) is off by default: a strict env wants a committed answer.
+    ``details["path"]`` says how the verdict was reached (string, numeric, text, hedge, symbolic).
+    """
+
+    def __init__(
+        self,
+        answer_key: str = "answer",
+        *,
+        last_number_fallback: bool = False,
+        timeout: float = DEFAULT_TIMEOUT,
+        memory_mb: int = DEFAULT_MEMORY_MB,
+    ) -> None:
+        if not isinstance(answer_key, str) or not answer_key:
+            raise ValueError(f"answer_key must be a non-empty string, got {answer_key!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 60:
+            raise ValueError(f"timeout must be in (0, 60] seconds, got {timeout!r}")
+        self.answer_key = answer_key
+        self.last_number_fallback = bool(last_number_fallback)
+        self.timeout = float(timeout)
+        self.memory_mb = memory_mb
+        self._worker: Worker | None = None
+
+    @property
+    def worker(self) -> Worker:
+        """The (shared) budgeted worker; started on first symbolic use or by :meth:`warm_up`."""
+        if self._worker is None:
+            self._worker = shared_worker(equivalence.WORKER_TARGET, self.memory_mb)
+        return self._worker
+
+    def warm_up(self) -> None:
+        """Start the worker now, so the first symbolic check does not pay the start-up."""
+        self.worker.start()
+
+    def __call__(self, completion: str, task: Task) -> Verdict:
+        gold = task[self.answer_key]
+        if not isinstance(gold, str | int):
+            raise TypeError(f"task[{self.answer_key!r}] must be a str or int, got {type(gold).__name__}")
+        answer = extract_answer(completion, last_number_fallback=self.last_number_fallback)
+        if answer is None or not answer.strip():
+            return Verdict.fail(Reason.NO_ANSWER)
+        if len(answer) > MAX_ANSWER_CHARS:
+            return Verdict.fail(
+                Reason.BAD_FORMAT, answer[:80], why=f"answer longer than {MAX_ANSWER_CHARS} chars"
+            )
+        result = equivalence.check(str(gold), answer, timeout=self.timeout, worker=self.worker)
+        if result.status == equivalence.EQUAL:
+            return Verdict.correct(answer, path=result.path)
+        if result.status == equivalence.ERROR:
+            raise RuntimeError(f"symbolic worker failed: {result.why}")
+        return Verdict.fail(_REASONS[result.status], answer, path=result.path, why=result.why)
+
+    def __repr__(self) -> str:
+        return (
+            f"MathVerifier(answer_key={self.answer_key!r}, last_number_fallback={self.last_number_fallback}, "
+            f"timeout={self.timeout:g})"
+        )
