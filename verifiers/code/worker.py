@@ -1,0 +1,83 @@
+"""A warm worker: pre-imported, isolated once, forks one sandbox per submission and judges it.
+
+Started by :class:`verifiers.code.pool.SandboxPool` as ``python -m verifiers.code.worker``; jobs
+and outcomes travel as frames on its stdin/stdout. Being a separate program (not a fork of the
+host) it inherits none of the host's threads, memory or open files, so what a submission's
+fork inherits is small and known.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from verifiers.code import policy
+from verifiers.code.codec import ChannelClosed, read_frame, write_frame
+from verifiers.code.harness import InvalidTests, Session, judge, mode_of, validate_tests
+from verifiers.code.runner import serve
+from verifiers.code.sandbox import Isolation, Limits, isolate_worker, sandbox_uid, spawn
+
+
+def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
+    """Policy check, then one sandboxed process judged to the end; always returns an outcome."""
+    try:
+        spec = validate_tests(job["tests"])
+    except InvalidTests as exc:
+        return {"status": "error", "errors": [str(exc)]}
+    limits = Limits(**job.get("limits", {}))
+    restricted = job.get("restricted", True)
+    compiled = (policy.compile_submission if restricted else policy.compile_plain)(job["source"])
+    if not compiled.ok:
+        return {"status": "syntax" if compiled.syntax_error else "unsafe", "errors": list(compiled.errors)[:5]}
+    make_globals = policy.restricted_globals if restricted else policy.plain_globals
+    uid = sandbox_uid()
+    workdir = tempfile.mkdtemp(prefix="sandbox-")
+    if uid is not None:
+        os.chown(workdir, uid, uid)
+    deadline = time.monotonic() + limits.wall_s
+    block_sockets = isolation.network.startswith("socket")
+    sandbox = spawn(
+        lambda request_fd, reply_fd: serve(compiled.code, make_globals, mode_of(spec), limits.output_bytes, request_fd, reply_fd),
+        limits,
+        workdir,
+        uid=uid,
+        block_sockets=block_sockets,
+    )
+    try:
+        outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline))
+    finally:
+        status = sandbox.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return {"status": "ran", **asdict(outcome), "exit_status": status}
+
+
+def main() -> int:
+    """Serve jobs until the pool closes our stdin."""
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    for fd in (in_fd, out_fd):
+        os.set_inheritable(fd, False)
+    isolation = isolate_worker()
+    write_frame(out_fd, {"isolation": isolation.as_dict()})
+    while True:
+        try:
+            job = read_frame(in_fd)
+        except ChannelClosed:
+            return 0
+        try:
+            outcome = run_job(job, isolation)
+        except Exception as exc:  # noqa: BLE001 - a verifier bug: report it, keep serving
+            outcome = {"status": "error", "errors": [f"{type(exc).__name__}: {exc}"]}
+        write_frame(out_fd, outcome)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
