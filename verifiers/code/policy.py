@@ -41,6 +41,12 @@ ALLOWED_IMPORTS: frozenset[str] = frozenset(
 )  # fmt: skip
 """Top-level modules a submission may import: pure computation, no files, processes or sockets."""
 
+PRELOADED_SUBMODULES: tuple[str, ...] = (
+    "collections.abc", "json.decoder", "json.encoder", "encodings.ascii", "encodings.latin_1",
+    "encodings.utf_16", "encodings.utf_32", "encodings.idna", "unicodedata",
+)  # fmt: skip
+"""Imported in the worker too: the sandbox uid may not be able to read the Python install."""
+
 MAX_SOURCE_CHARS = 100_000
 """Longer programs are refused before compiling: the compiler itself is a resource."""
 
@@ -114,6 +120,22 @@ def compile_submission(source: str, filename: str = "<submission>") -> PolicyRes
     if result.errors or result.code is None:
         return PolicyResult(None, tuple(result.errors) or ("does not compile",))
     return PolicyResult(result.code)
+
+
+def preload_modules() -> list[str]:
+    """Import every allowed module in the (trusted) worker, before any fork.
+
+    A submission's ``import`` then never touches the file system, which the sandbox uid may not
+    be allowed to read (here Python lives under ``/root``), and costs nothing per submission.
+    Returns the modules that failed to import.
+    """
+    missing = []
+    for name in (*sorted(ALLOWED_IMPORTS), *PRELOADED_SUBMODULES):
+        try:
+            __import__(name)
+        except ImportError:
+            missing.append(name)
+    return missing
 
 
 # ----- run-time guards (installed in the sandboxed process) -----------------------------------------

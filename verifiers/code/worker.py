@@ -65,7 +65,10 @@ def main() -> int:
     os.dup2(devnull, 1)
     for fd in (in_fd, out_fd):
         os.set_inheritable(fd, False)
+    missing = policy.preload_modules()
     isolation = isolate_worker()
+    if missing:
+        isolation.notes.append(f"allowed modules that failed to import: {', '.join(missing)}")
     write_frame(out_fd, {"isolation": isolation.as_dict()})
     while True:
         try:
