@@ -26,6 +26,8 @@ from envs.registration import (
 from envs.spaces import AnyText, ChatMessages
 
 register("arith", "envs.arith:ArithEnv")
+register("humaneval", "envs.humaneval:HumanEvalEnv")
+register("mbpp", "envs.mbpp:MbppEnv")
 load_plugins()
 
 __all__ = [

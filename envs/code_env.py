@@ -15,9 +15,9 @@ from verifiers import CodeVerifier, Limits, Rubric, SandboxPool, Task, Verdict, 
 FENCE_INSTRUCTION = "Reply with the complete Python program in a single ```python fenced code block."
 
 
-def fenced(code: str) -> str:
-    """``code`` as a completion would give it."""
-    return f"```python\n{code.rstrip()}\n```"
+def fenced(code: str, language: str = "python") -> str:
+    """``code`` in a fenced block, as a completion would give it."""
+    return f"```{language}\n{code.rstrip()}\n```"
 
 
 class CodeEnv(SingleTurnEnv):
