@@ -197,15 +197,13 @@ def _restricted_sys() -> types.SimpleNamespace:
     return types.SimpleNamespace(**{name: getattr(sys, name) for name in _SYS_NAMES}, modules={})
 
 
-def _make_import(globals_: dict[str, Any]) -> Any:
-    def guarded_import(name: str, globs: Any = None, locs: Any = None, fromlist: Any = (), level: int = 0) -> Any:
-        if level or name.split(".")[0] not in ALLOWED_IMPORTS:
-            raise ImportError(f"import of {name!r} is not allowed")
-        if name == "sys":
-            return _restricted_sys()
-        return __import__(name, globs, locs, fromlist, level)
-
-    return guarded_import
+def _guarded_import(name: str, globs: Any = None, locs: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+    """``__import__`` for submissions: the allowlist again, at run time, and a pared-down ``sys``."""
+    if level or name.split(".")[0] not in ALLOWED_IMPORTS:
+        raise ImportError(f"import of {name!r} is not allowed")
+    if name == "sys":
+        return _restricted_sys()
+    return __import__(name, globs, locs, fromlist, level)
 
 
 _EXTRA_BUILTINS = (
@@ -216,12 +214,18 @@ _EXTRA_BUILTINS = (
 )  # fmt: skip
 
 
-def restricted_globals(name: str = "__main__") -> dict[str, Any]:
-    """Fresh globals for running a policy-compiled program: safe builtins and the guards."""
+def _builtins_table() -> dict[str, Any]:
     table = dict(safe_builtins)
     for builtin in _EXTRA_BUILTINS:
         table[builtin] = getattr(builtins, builtin)
     table["getattr"] = guarded_getattr
+    table["__import__"] = _guarded_import
+    return table
+
+
+def restricted_globals(name: str = "__main__") -> dict[str, Any]:
+    """Fresh globals for running a policy-compiled program: safe builtins and the guards."""
+    table = dict(_BUILTINS)
     globals_: dict[str, Any] = {
         "__builtins__": table,
         "__name__": name,
@@ -236,7 +240,6 @@ def restricted_globals(name: str = "__main__") -> dict[str, Any]:
         "_unpack_sequence_": guarded_unpack_sequence,
         "_apply_": lambda f, *a, **k: f(*a, **k),
     }
-    table["__import__"] = _make_import(globals_)
 
     def eval_restricted(expression: str, g: Mapping[str, Any] | None = None, l: Mapping[str, Any] | None = None) -> Any:
         result = compile_restricted_eval(expression, "<eval>", policy=SubmissionPolicy)
@@ -246,6 +249,9 @@ def restricted_globals(name: str = "__main__") -> dict[str, Any]:
 
     globals_[_EVAL_NAME] = eval_restricted
     return globals_
+
+
+_BUILTINS = _builtins_table()
 
 
 def plain_globals(name: str = "__main__") -> dict[str, Any]:

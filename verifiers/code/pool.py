@@ -35,11 +35,18 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
+def worker_environment() -> dict[str, str]:
+    """A minimal environment for workers: no host secrets to inherit, little for children to scrub."""
+    env = {name: os.environ[name] for name in ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED") if name in os.environ}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
+    return env
+
+
 class _Worker:
     """One worker process and its pipes."""
 
     def __init__(self) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
+        env = worker_environment()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "verifiers.code.worker"],
             stdin=subprocess.PIPE,
@@ -106,7 +113,7 @@ class SandboxPool:
 
     def _run_one(self, slot: int, job: Mapping[str, Any]) -> dict[str, Any]:
         worker = self._worker(slot)
-        budget = float(job.get("limits", {}).get("wall_s", Limits.wall_s)) + self.grace_s
+        budget = float(job.get("limits", {}).get("wall_s", Limits().wall_s)) + self.grace_s
         try:
             return worker.run(job, budget)
         except ChannelTimeout:
@@ -134,7 +141,10 @@ class SandboxPool:
                         index = todo.get_nowait()
                     except queue.Empty:
                         return
-                    results[index] = self._run_one(slot, jobs[index])
+                    try:
+                        results[index] = self._run_one(slot, jobs[index])
+                    except Exception as exc:  # noqa: BLE001 - a pool bug becomes an error verdict
+                        results[index] = {"status": "error", "errors": [f"sandbox pool: {type(exc).__name__}: {exc}"]}
 
             threads = [threading.Thread(target=drain, args=(slot,), daemon=True) for slot in range(min(self.size, len(jobs)))]
             for thread in threads:

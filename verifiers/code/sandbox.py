@@ -43,6 +43,7 @@ TMPFS_SIZE = "64m"
 CHILD_REQUEST_FD, CHILD_REPLY_FD = 3, 4
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_RESET_SIGNALS = tuple(int(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGALRM, signal.SIGCHLD))
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +159,7 @@ def _lock_down(limits: Limits, uid: int | None, workdir: str, request_fd: int, r
     os.closerange(CHILD_REPLY_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
     os.chdir(workdir)
     os.umask(0o077)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGALRM, signal.SIGCHLD):
+    for sig in _RESET_SIGNALS:
         signal.signal(sig, signal.SIG_DFL)
     rlimits = {
         resource.RLIMIT_CPU: (limits.cpu_s, limits.cpu_s + 1),
@@ -195,26 +196,45 @@ class Sandbox:
     reply_fd: int
 
     def close(self) -> int | None:
-        """Kill every process of the submission, reap them, close the pipes; the child's status."""
-        status = None
-        if self.uid is not None:
-            kill_uid(self.uid)
-        else:
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        """Kill every process of the submission, reap them, close the pipes; the child's status.
+
+        Fast path: kill the child and reap it; if we (the subreaper) then have no children at
+        all, the submission left no descendants — every one would have been re-parented to us.
+        Otherwise sweep its uid with :func:`kill_uid` and reap until nothing is left.
+        """
         for fd in (self.request_fd, self.reply_fd):
             try:
                 os.close(fd)
             except OSError:
                 pass
         try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        status = None
+        try:
             _, status = os.waitpid(self.pid, 0)
         except ChildProcessError:
             pass
-        reap_orphans(block=self.uid is not None)
+        if has_children():
+            if self.uid is not None:
+                kill_uid(self.uid)
+            else:
+                try:
+                    os.killpg(self.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            reap_orphans(block=self.uid is not None)
         return status
+
+
+def has_children() -> bool:
+    """Whether this process has any child, alive or not yet reaped."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
 
 
 def spawn(

@@ -8,6 +8,7 @@ fork inherits is small and known.
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sys
@@ -66,6 +67,8 @@ def main() -> int:
     for fd in (in_fd, out_fd):
         os.set_inheritable(fd, False)
     missing = policy.preload_modules()
+    gc.collect()
+    gc.freeze()  # forked children's GC then never touches (and copies) the worker's objects
     isolation = isolate_worker()
     if missing:
         isolation.notes.append(f"allowed modules that failed to import: {', '.join(missing)}")

