@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:^[ \t]*```|\Z)", re.DOTALL | re.MULTILINE)
 _PYTHON_TAGS = ("python", "py", "python3", "py3")
@@ -24,13 +25,14 @@ def extract_code(text: str, must_define: str | None = None) -> str | None:
     * Fenced blocks tagged ``python``/``py`` win over untagged ones; other languages are ignored.
     * With several candidates, the last one that defines ``must_define`` (the entry point) is
       taken, else the last one: models tend to finish with their final answer.
-    * An unclosed fence (a truncated completion) runs to the end of the text.
+    * An unclosed fence (a truncated completion) runs to the end of the text; blocks indented
+      as a whole (inside a list item) are dedented.
     * No fence at all: the whole completion, if it parses as Python and is not empty.
     """
     text = text[:MAX_COMPLETION_CHARS]
     blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(text)]
     candidates = [body for tag, body in blocks if tag in _PYTHON_TAGS] or [body for tag, body in blocks if not tag]
-    candidates = [body for body in candidates if body.strip()]
+    candidates = [textwrap.dedent(body) for body in candidates if body.strip()]
     if candidates:
         if must_define:
             pattern = re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(must_define)}\s*\(", re.MULTILINE)

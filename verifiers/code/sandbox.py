@@ -38,7 +38,7 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS =
 UID_BASE = 1_000_000
 """Sandbox uids are ``UID_BASE + worker pid``: unused by any account, unique per live worker."""
 
-PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 TMPFS_SIZE = "64m"
 CHILD_REQUEST_FD, CHILD_REPLY_FD = 3, 4
 
