@@ -24,6 +24,7 @@ import ctypes
 import errno
 import os
 import resource
+import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -67,6 +68,7 @@ class Isolation:
     filesystem: str = "shared /tmp"
     uid: str = "same uid as the worker"
     notes: list[str] = field(default_factory=list)
+    private_dirs: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         return {"network": self.network, "filesystem": self.filesystem, "uid": self.uid, "notes": list(self.notes)}
@@ -111,7 +113,8 @@ def isolate_worker() -> Isolation:
                 if os.path.isdir(path):
                     _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMPFS_SIZE},mode=1777")
                     mounted.append(path)
-            report.filesystem = f"private tmpfs over {', '.join(mounted)} (size {TMPFS_SIZE} each)"
+            report.filesystem = f"private tmpfs over {', '.join(mounted)} (size {TMPFS_SIZE} each, wiped after every submission)"
+            report.private_dirs = mounted
         except OSError as exc:
             report.notes.append(f"namespaces unavailable as root: {exc}")
         prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -131,6 +134,23 @@ def isolate_worker() -> Isolation:
         report.network = "socket creation refused by an audit hook in the child"
     prctl(PR_SET_DUMPABLE, 0)  # the worker's memory is not readable through /proc or ptrace
     return report
+
+
+def wipe_private_dirs(isolation: Isolation) -> None:
+    """Empty the worker's *private* tmpfs mounts, so no submission sees what the last one left.
+
+    Only directories this worker mounted itself are touched (never a shared ``/tmp``).
+    """
+    for path in isolation.private_dirs:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    try:
+                        os.unlink(entry.path)
+                    except OSError:
+                        pass
 
 
 def sandbox_uid() -> int | None:

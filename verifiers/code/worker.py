@@ -22,7 +22,7 @@ from verifiers.code import policy
 from verifiers.code.codec import ChannelClosed, read_frame, write_frame
 from verifiers.code.harness import InvalidTests, Session, judge, mode_of, validate_tests
 from verifiers.code.runner import serve
-from verifiers.code.sandbox import Isolation, Limits, isolate_worker, sandbox_uid, spawn
+from verifiers.code.sandbox import Isolation, Limits, isolate_worker, sandbox_uid, spawn, wipe_private_dirs
 
 
 def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
@@ -55,6 +55,7 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
     finally:
         status = sandbox.close()
         shutil.rmtree(workdir, ignore_errors=True)
+        wipe_private_dirs(isolation)
     return {"status": "ran", **asdict(outcome), "exit_status": status}
 
 
