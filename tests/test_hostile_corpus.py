@@ -17,6 +17,8 @@ import secrets
 import socket
 import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -135,7 +137,7 @@ def host():
     """Canary locations, a secret file, a sacrificial process and a listening socket."""
     outside = REPO / ".pytest_cache"
     outside.mkdir(exist_ok=True)
-    canary_dir = Path(__import__("tempfile").mkdtemp(prefix="rlvr-canary-", dir=outside))
+    canary_dir = Path(tempfile.mkdtemp(prefix="rlvr-canary-", dir=outside))
     canary_dir.chmod(0o755)  # readable, not writable, for other users: the uid wall must hold
     secret_file = canary_dir / "secret.txt"
     secret_file.write_text(SECRET)
@@ -145,14 +147,14 @@ def host():
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
     listener.setblocking(False)
-    state = {
+    placeholders = {
         "CANARY_TMP": TMP_CANARY,
         "CANARY_DIR": str(canary_dir / "canary.txt"),
         "SECRET_FILE": str(secret_file),
         "VICTIM": str(victim.pid),
         "PORT": str(listener.getsockname()[1]),
     }
-    yield state
+    yield Host(placeholders, victim, listener)
     victim.kill()
     victim.wait()
     listener.close()
@@ -163,28 +165,34 @@ def host():
     canary_dir.rmdir()
 
 
-def fill(program: str, host: dict[str, str]) -> str:
-    for key, value in host.items():
-        program = program.replace(key, value)
-    return program
+@dataclass
+class Host:
+    placeholders: dict[str, str]
+    victim: subprocess.Popen
+    listener: socket.socket
 
+    def fill(self, program: str) -> str:
+        for key, value in self.placeholders.items():
+            program = program.replace(key, value)
+        return program
 
-def assert_host_unharmed(host: dict[str, str], victim_pid: int) -> None:
-    for key in ("CANARY_TMP", "CANARY_DIR"):
-        assert not Path(host[key]).exists(), f"{key} was written"
-    assert not Path(RUN_LOCK_CANARY).exists(), "/run/lock canary was written"
-    assert Path(host["SECRET_FILE"]).read_text() == SECRET, "the secret file was changed"
-    assert sorted(p.name for p in Path(host["CANARY_DIR"]).parent.iterdir()) == ["secret.txt"]
-    os.kill(victim_pid, 0)  # raises if the sacrificial process was killed
-    assert not sandbox_processes(), "a sandboxed process outlived its verdict"
+    def assert_unharmed(self) -> None:
+        for key in ("CANARY_TMP", "CANARY_DIR"):
+            assert not Path(self.placeholders[key]).exists(), f"{key} was written"
+        assert not Path(RUN_LOCK_CANARY).exists(), "/run/lock canary was written"
+        assert Path(self.placeholders["SECRET_FILE"]).read_text() == SECRET, "the secret file was changed"
+        assert sorted(p.name for p in Path(self.placeholders["CANARY_DIR"]).parent.iterdir()) == ["secret.txt"]
+        assert self.victim.poll() is None, "the sacrificial process was killed"
+        assert not sandbox_processes(), "a sandboxed process outlived its verdict"
+        with pytest.raises(BlockingIOError):
+            self.listener.accept()  # nobody connected to the host's socket
 
 
 @pytest.mark.parametrize("restricted", [True, False], ids=["full-stack", "os-layers-only"])
 @pytest.mark.parametrize("name", sorted(CORPUS))
 def test_hostile_program_is_contained(name, restricted, pool, host):
     verifier = CodeVerifier(limits=Limits(wall_s=1.0, cpu_s=1), pool=pool, restricted=restricted)
-    program = fill(CORPUS[name], host)
-    listener_port = int(host["PORT"])
+    program = host.fill(CORPUS[name])
     for task in (
         {"tests": {"kind": "calls", "fn": "f", "cases": [{"args": [], "expected": SECRET}]}},
         {"tests": {"kind": "assert", "cases": [f"assert f() == {SECRET!r}"]}},
@@ -195,24 +203,7 @@ def test_hostile_program_is_contained(name, restricted, pool, host):
         if restricted and name not in ("infinite-loop", "infinite-loop-in-call", "huge-output-in-call"):
             # the first filter already refuses most of the corpus; the rest fails at run time
             assert verdict.reason in (Reason.UNSAFE, Reason.WRONG_ANSWER, Reason.TIMEOUT, Reason.BAD_FORMAT)
-        assert_host_unharmed(host, int(host["VICTIM"]))
-    with pytest.raises(BlockingIOError):
-        socket.socket.accept(_listener_for(listener_port))
-
-
-_LISTENERS: dict[int, socket.socket] = {}
-
-
-def _listener_for(port: int) -> socket.socket:
-    """The host fixture's listening socket, found by port (no connection may be waiting on it)."""
-    import gc
-
-    if port not in _LISTENERS:
-        for obj in gc.get_objects():
-            if isinstance(obj, socket.socket) and obj.fileno() != -1 and obj.getsockname()[1:2] == (port,):
-                _LISTENERS[port] = obj
-                break
-    return _LISTENERS[port]
+        host.assert_unharmed()
 
 
 def test_the_corpus_is_big_enough():
@@ -223,9 +214,9 @@ def test_timeouts_and_bombs_are_reported_as_such(pool, host):
     verifier = CodeVerifier(limits=Limits(wall_s=1.0, cpu_s=1), pool=pool, restricted=False)
     task = {"tests": {"kind": "calls", "fn": "f", "cases": [{"args": [], "expected": SECRET}]}}
     assert verifier(fenced(CORPUS["infinite-loop"]), task).reason is Reason.TIMEOUT
-    assert verifier(fenced(fill(CORPUS["fork-bomb"], host)), task).reason is Reason.TIMEOUT
+    assert verifier(fenced(host.fill(CORPUS["fork-bomb"])), task).reason is Reason.TIMEOUT
     assert verifier(fenced(CORPUS["deep-nesting-unary"]), task).reason in (Reason.UNSAFE, Reason.BAD_FORMAT)
-    assert_host_unharmed(host, int(host["VICTIM"]))
+    host.assert_unharmed()
 
 
 def test_a_filled_tmp_does_not_leak_into_the_next_submission(pool):
