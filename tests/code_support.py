@@ -5,14 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from envs.code_env import fenced  # noqa: F401 - re-exported for the tests
 from verifiers.code.sandbox import UID_BASE
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 HUMANEVAL = SHARED_DATA / "HumanEval.jsonl.gz"
-
-
-def fenced(code: str) -> str:
-    return f"```python\n{code}\n```"
 
 
 def sandbox_processes() -> list[tuple[int, int]]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.code_support import calls_task, fenced, sandbox_processes
 from verifiers import Reason, Rubric, run_verifier
@@ -181,3 +183,13 @@ def test_the_pool_uses_both_workers_and_replaces_a_dead_one(pool, verifier):
     pool._workers[0].process.kill()
     pool._workers[0].process.wait()
     assert verifier(fenced("def f():\n    return 1"), task).passed
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=300) | st.builds(lambda body: f"```python\n{body}\n```", st.text(max_size=200)))
+def test_any_text_gets_a_verdict_and_the_same_one_twice(verifier, text):
+    """Model output never makes the verifier raise, and verdicts are deterministic."""
+    task = calls_task(1)
+    first = verifier(text, task)
+    assert not first.passed and first.reason is not Reason.ERROR
+    assert verifier(text, task) == first

@@ -55,3 +55,9 @@ def test_data_dir_with_mbpp_files_is_used(monkeypatch, tmp_path):
     assert [t["task_id"] for t in env.tasks("test")] == [2]
     assert env.verify(env.reference_completion(env.tasks("train")[0]), env.tasks("train")[0]).passed
     assert [t["task_id"] for t in MbppEnv(data_path=tmp_path).tasks("train")] == [1]
+
+
+def test_verify_batch_agrees_with_verify_on_odd_completions(env):
+    task = env.tasks("train")[0]
+    completions = [None, 12345, [{"role": "assistant", "content": env.reference_completion(task)}], "no code", env.reference_completion(task)]
+    assert env.verify_batch(completions, [task] * len(completions)) == [env.verify(c, task) for c in completions]
