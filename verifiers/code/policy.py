@@ -252,6 +252,23 @@ def restricted_globals(name: str = "__main__") -> dict[str, Any]:
 
 
 _BUILTINS = _builtins_table()
+_PREPARED: dict[str, dict[str, Any]] = {}
+
+
+def prepare_globals(*names: str) -> None:
+    """Build restricted globals once in the worker, for forked children to take as they are."""
+    for name in names:
+        _PREPARED[name] = restricted_globals(name)
+
+
+def prepared_globals(name: str) -> dict[str, Any]:
+    """Globals for a program in a forked child: the worker's prepared dict on first use, else fresh.
+
+    The child is a throw-away copy of the worker, so what a program does to the prepared dict
+    never reaches the worker or the next child; taking it instead of building one saves the
+    page faults of touching every builtin after ``fork``.
+    """
+    return _PREPARED.pop(name, None) or restricted_globals(name)
 
 
 def plain_globals(name: str = "__main__") -> dict[str, Any]:

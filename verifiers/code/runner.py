@@ -23,6 +23,22 @@ class OutputLimitExceeded(Exception):
     """The program printed more than its output budget."""
 
 
+class CountingSink(io.TextIOBase):
+    """stdout for module mode: output is never needed there, only bounded."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.count = limit, 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.count += len(text)
+        if self.count > self.limit:
+            raise OutputLimitExceeded(f"output exceeds {self.limit} characters")
+        return len(text)
+
+
 class CappedWriter(io.StringIO):
     """stdout that refuses to grow past ``limit`` characters (a huge-output bomb stops here)."""
 
@@ -40,26 +56,32 @@ def describe(exc: BaseException) -> dict[str, str]:
     return {"exc": type(exc).__name__, "msg": str(exc)[:500]}
 
 
-def _with_stdio(stdin: str, limit: int, body: Callable[[], None]) -> tuple[str, BaseException | None]:
-    out = CappedWriter(limit)
-    sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, io.StringIO()
-    error: BaseException | None = None
+def _run(body: Callable[[], None]) -> BaseException | None:
+    """Run ``body``; the exception it ended with (a clean ``exit()`` is not one)."""
     try:
         body()
     except SystemExit as exc:
-        if exc.code not in (None, 0):
-            error = exc
+        return exc if exc.code not in (None, 0) else None
     except BaseException as exc:  # noqa: BLE001 - report every failure of model code
-        error = exc
+        return exc
+    return None
+
+
+def _with_stdio(stdin: str, limit: int, body: Callable[[], None]) -> tuple[str, BaseException | None]:
+    """Run a script with ``stdin`` as its input; what it printed (capped) and how it ended."""
+    out = CappedWriter(limit)
+    sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, CountingSink(limit)
+    error = _run(body)
     return out.getvalue(), error
 
 
 def serve(code: types.CodeType, make_globals: Callable[[str], dict[str, Any]], mode: str, output_limit: int, request_fd: int, reply_fd: int) -> None:
     """Load the program (module mode) and answer requests until the judge closes the channel."""
     namespace: dict[str, Any] = {}
-    if mode == MODULE:
+    if mode == MODULE:  # one bounded sink for the whole run: module-mode output is never read
+        sys.stdin, sys.stdout, sys.stderr = io.StringIO(""), CountingSink(output_limit), CountingSink(output_limit)
         namespace = make_globals("submission")
-        _, error = _with_stdio("", output_limit, lambda: exec(code, namespace))  # noqa: S102 - sandboxed
+        error = _run(lambda: exec(code, namespace))  # noqa: S102 - sandboxed
         write_frame(reply_fd, {"ok": error is None, **(describe(error) if error else {})})
     while True:
         try:
@@ -83,7 +105,7 @@ def _answer(request: dict[str, Any], code: types.CodeType, make_globals: Callabl
         def call() -> None:
             result["value"] = encode_value(function(*args, **kwargs))
 
-        _, error = _with_stdio("", output_limit, call)
+        error = _run(call)
         return {"ok": False, **describe(error)} if error else {"ok": True, "value": result["value"]}
     if request.get("op") == "main":
         globals_ = make_globals("__main__")

@@ -44,7 +44,6 @@ TMPFS_SIZE = "64m"
 CHILD_REQUEST_FD, CHILD_REPLY_FD = 3, 4
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_RESET_SIGNALS = tuple(int(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGALRM, signal.SIGCHLD))
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,8 +178,6 @@ def _lock_down(limits: Limits, uid: int | None, workdir: str, request_fd: int, r
     os.closerange(CHILD_REPLY_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
     os.chdir(workdir)
     os.umask(0o077)
-    for sig in _RESET_SIGNALS:
-        signal.signal(sig, signal.SIG_DFL)
     rlimits = {
         resource.RLIMIT_CPU: (limits.cpu_s, limits.cpu_s + 1),
         resource.RLIMIT_AS: (limits.memory_bytes, limits.memory_bytes),

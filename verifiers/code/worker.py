@@ -36,7 +36,7 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
     compiled = (policy.compile_submission if restricted else policy.compile_plain)(job["source"])
     if not compiled.ok:
         return {"status": "syntax" if compiled.syntax_error else "unsafe", "errors": list(compiled.errors)[:5]}
-    make_globals = policy.restricted_globals if restricted else policy.plain_globals
+    make_globals = policy.prepared_globals if restricted else policy.plain_globals
     uid = sandbox_uid()
     workdir = tempfile.mkdtemp(prefix="sandbox-")
     if uid is not None:
@@ -68,6 +68,7 @@ def main() -> int:
     for fd in (in_fd, out_fd):
         os.set_inheritable(fd, False)
     missing = policy.preload_modules()
+    policy.prepare_globals("submission", "__main__")
     gc.collect()
     gc.freeze()  # forked children's GC then never touches (and copies) the worker's objects
     isolation = isolate_worker()
