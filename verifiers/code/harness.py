@@ -252,17 +252,18 @@ def judge(spec: Mapping[str, Any], session: Session) -> Outcome:
     outcome = Outcome(total=len(spec["cases"]))
     if signal.getsignal(signal.SIGALRM) is not _on_alarm:
         signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, max(1e-3, session.deadline - time.monotonic()))
     try:
-        if mode_of(spec) == "module":
-            hello = session.hello()
-            if hello.get("ok") is not True:
-                outcome.load_error = f"{hello.get('exc')}: {hello.get('msg')}"[:300]
-        _RUNNERS[spec["kind"]](spec, session, outcome)
+        signal.setitimer(signal.ITIMER_REAL, max(1e-3, session.deadline - time.monotonic()))
+        try:
+            if mode_of(spec) == "module":
+                hello = session.hello()
+                if hello.get("ok") is not True:
+                    outcome.load_error = f"{hello.get('exc')}: {hello.get('msg')}"[:300]
+            _RUNNERS[spec["kind"]](spec, session, outcome)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)  # an alarm racing this lands in the handler below
     except JudgeTimeout:
         outcome.timed_out = True
     except SandboxGone as exc:
         outcome.fail(str(exc))
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
     return outcome

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import os
 import resource
 import shutil
@@ -170,6 +171,8 @@ def _block_sockets() -> None:
 def _lock_down(limits: Limits, uid: int | None, workdir: str, request_fd: int, reply_fd: int, block_sockets: bool) -> None:
     """Everything the child does to itself before any submission code runs."""
     os.setsid()
+    # via fds above the targets, so neither dup2 can clobber the other pipe end
+    request_fd, reply_fd = fcntl.fcntl(request_fd, fcntl.F_DUPFD, 10), fcntl.fcntl(reply_fd, fcntl.F_DUPFD, 10)
     os.dup2(request_fd, CHILD_REQUEST_FD)
     os.dup2(reply_fd, CHILD_REPLY_FD)
     devnull = os.open(os.devnull, os.O_RDWR)

@@ -82,7 +82,9 @@ def main() -> int:
             return 0
         try:
             outcome = run_job(job, isolation)
-        except Exception as exc:  # noqa: BLE001 - a verifier bug: report it, keep serving
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a verifier bug: report it, keep serving
             outcome = {"status": "error", "errors": [f"{type(exc).__name__}: {exc}"]}
         write_frame(out_fd, outcome)
 
