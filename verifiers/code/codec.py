@@ -8,6 +8,7 @@ value from the sandbox can be wrong, but it cannot be an object that lies about 
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import math
 import os
@@ -59,10 +60,20 @@ def encode_value(value: Any, depth: int = 0) -> Any:
     raise CodecError(f"a {kind.__name__} cannot cross the sandbox boundary")
 
 
+_TAGS = frozenset("tsfdbcx")
+
+
 def _decode_tagged(obj: dict[str, Any]) -> Any:
+    """``json.loads`` object hook: a one-key dict with a tag becomes the tagged type.
+
+    Inner values are already rebuilt (the hook runs bottom-up, inside the C parser), so no
+    Python recursion walks the value. Any other dict stays a plain dict: harmless data.
+    """
     if len(obj) != 1:
-        raise CodecError("malformed tagged value")
+        return obj
     (tag, body), = obj.items()
+    if tag not in _TAGS:
+        return obj
     if tag == "t":
         return tuple(body)
     if tag == "s":
@@ -75,25 +86,9 @@ def _decode_tagged(obj: dict[str, Any]) -> Any:
         return base64.b64decode(body, validate=True)
     if tag == "c":
         return complex(*body)
-    if tag == "x" and body in ("nan", "inf", "-inf"):
+    if body in ("nan", "inf", "-inf"):
         return float(body)
-    raise CodecError(f"unknown tag {tag!r}")
-
-
-def decode_value(data: Any) -> Any:
-    """Rebuild a value from :func:`encode_value` output (already JSON-decoded), bottom-up."""
-    if isinstance(data, list):
-        return [decode_value(v) for v in data]
-    if isinstance(data, dict):
-        if len(data) != 1:
-            raise CodecError("malformed tagged value")
-        (tag, body), = data.items()
-        if tag == "d":
-            return _decode_tagged({"d": [[decode_value(k), decode_value(v)] for k, v in body]})
-        if tag == "x":
-            return _decode_tagged(data)
-        return _decode_tagged({tag: [decode_value(v) for v in body] if isinstance(body, list) else body})
-    return data
+    raise CodecError(f"bad tagged value {obj!r:.80}")
 
 
 def dumps(message: Any) -> bytes:
@@ -110,27 +105,39 @@ def write_frame(fd: int, message: Any) -> None:
         data = data[os.write(fd, data) :]
 
 
-def _read_exact(fd: int, size: int, deadline: float | None) -> bytes:
-    chunks, remaining = [], size
-    while remaining:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise ChannelTimeout("no reply before the deadline")
-        chunk = os.read(fd, min(remaining, 1 << 20))
-        if not chunk:
-            raise ChannelClosed("the other end closed the channel")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+class FrameReader:
+    """Reads frames from one fd through a buffer: usually one ``read`` per message, not two.
 
+    ``values=True`` rebuilds tagged values while parsing (for sandbox messages); job frames
+    from the pool are plain JSON and must not be re-tagged.
+    """
 
-def read_frame(fd: int, deadline: float | None = None) -> Any:
-    """The next message on ``fd``; a frame over :data:`MAX_FRAME_BYTES` or bad JSON is a CodecError."""
-    (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
-    if size > MAX_FRAME_BYTES:
-        raise CodecError(f"frame of {size} bytes exceeds {MAX_FRAME_BYTES}")
-    try:
-        return json.loads(_read_exact(fd, size, deadline))
-    except (ValueError, RecursionError) as exc:
-        raise CodecError(f"undecodable frame: {exc}") from None
+    def __init__(self, fd: int, *, values: bool = False) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+        self.hook = _decode_tagged if values else None
+
+    def _fill(self, needed: int, deadline: float | None) -> None:
+        while len(self.buffer) < needed:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                    raise ChannelTimeout("no reply before the deadline")
+            chunk = os.read(self.fd, max(1 << 16, needed - len(self.buffer)))
+            if not chunk:
+                raise ChannelClosed("the other end closed the channel")
+            self.buffer += chunk
+
+    def read(self, deadline: float | None = None) -> Any:
+        """The next message; a frame over :data:`MAX_FRAME_BYTES` or bad JSON is a CodecError."""
+        self._fill(_HEADER.size, deadline)
+        (size,) = _HEADER.unpack_from(self.buffer)
+        if size > MAX_FRAME_BYTES:
+            raise CodecError(f"frame of {size} bytes exceeds {MAX_FRAME_BYTES}")
+        self._fill(_HEADER.size + size, deadline)
+        payload = bytes(self.buffer[_HEADER.size : _HEADER.size + size])
+        del self.buffer[: _HEADER.size + size]
+        try:
+            return json.loads(payload, object_hook=self.hook)
+        except (ValueError, TypeError, RecursionError, binascii.Error) as exc:
+            raise CodecError(f"undecodable frame: {exc}") from None

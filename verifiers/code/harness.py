@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifiers.code.codec import ChannelClosed, ChannelTimeout, CodecError, decode_value, encode_value, read_frame, write_frame
+from verifiers.code.codec import ChannelClosed, CodecError, FrameReader, encode_value, write_frame
 
 KINDS = ("assert", "calls", "stdio")
 FLOAT_REL_TOL = 1e-6
@@ -65,10 +65,15 @@ class Outcome:
 
 
 class Session:
-    """The judge's end of the pipe pair to one sandboxed process."""
+    """The judge's end of the pipe pair to one sandboxed process.
+
+    Reads block without a deadline of their own: :func:`judge` arms a SIGALRM timer for the
+    whole budget, which interrupts a read with :class:`JudgeTimeout` (no ``select`` per message).
+    """
 
     def __init__(self, request_fd: int, reply_fd: int, deadline: float) -> None:
-        self.request_fd, self.reply_fd, self.deadline = request_fd, reply_fd, deadline
+        self.request_fd, self.deadline = request_fd, deadline
+        self.replies = FrameReader(reply_fd, values=True)
         self.gone: str | None = None
 
     def ask(self, message: Mapping[str, Any]) -> dict[str, Any]:
@@ -76,10 +81,10 @@ class Session:
             raise SandboxGone(self.gone)
         try:
             write_frame(self.request_fd, message)
-            reply = read_frame(self.reply_fd, self.deadline)
-        except ChannelTimeout:
+            reply = self.replies.read()
+        except JudgeTimeout:
             self.gone = "timed out"
-            raise JudgeTimeout from None
+            raise
         except (ChannelClosed, BrokenPipeError, CodecError) as exc:
             self.gone = f"the sandbox stopped answering ({type(exc).__name__}: {exc})"
             raise SandboxGone(self.gone) from None
@@ -91,10 +96,10 @@ class Session:
     def hello(self) -> dict[str, Any]:
         """The load report the sandbox sends after running the program's top level."""
         try:
-            reply = read_frame(self.reply_fd, self.deadline)
-        except ChannelTimeout:
+            reply = self.replies.read()
+        except JudgeTimeout:
             self.gone = "timed out"
-            raise JudgeTimeout from None
+            raise
         except (ChannelClosed, CodecError) as exc:
             self.gone = f"the sandbox exited while loading ({type(exc).__name__})"
             raise SandboxGone(self.gone) from None
@@ -107,10 +112,7 @@ class Session:
             raise TypeError(f"argument cannot be sent to the sandbox: {exc}") from None
         reply = self.ask(request)
         if reply.get("ok") is True:
-            try:
-                return decode_value(reply.get("value"))
-            except (CodecError, TypeError, ValueError, RecursionError) as exc:
-                raise TypeError(f"undecodable return value: {exc}") from None
+            return reply.get("value")  # plain data, rebuilt by the frame reader
         raise _rebuild(reply)
 
     def run_main(self, stdin: str) -> tuple[str, str | None]:

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verifiers.code.codec import ChannelClosed, ChannelTimeout, CodecError, read_frame, write_frame
+from verifiers.code.codec import ChannelClosed, ChannelTimeout, CodecError, FrameReader, write_frame
 from verifiers.code.sandbox import UID_BASE, Limits
 
 GRACE_S = 10.0
@@ -56,11 +56,12 @@ class _Worker:
         )
         assert self.process.stdin is not None and self.process.stdout is not None  # noqa: S101 - Popen contract
         self.to_fd, self.from_fd = self.process.stdin.fileno(), self.process.stdout.fileno()
-        self.isolation: dict[str, Any] = read_frame(self.from_fd, time.monotonic() + 60)["isolation"]
+        self.replies = FrameReader(self.from_fd)
+        self.isolation: dict[str, Any] = self.replies.read(time.monotonic() + 60)["isolation"]
 
     def run(self, job: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
         write_frame(self.to_fd, job)
-        return read_frame(self.from_fd, time.monotonic() + timeout_s)
+        return self.replies.read(time.monotonic() + timeout_s)
 
     def kill(self) -> None:
         """Kill the worker and every process still running under its sandbox uid."""

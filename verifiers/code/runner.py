@@ -14,7 +14,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from verifiers.code.codec import ChannelClosed, CodecError, decode_value, encode_value, read_frame, write_frame
+from verifiers.code.codec import ChannelClosed, CodecError, FrameReader, encode_value, write_frame
 
 MODULE, SCRIPT = "module", "script"
 
@@ -83,9 +83,10 @@ def serve(code: types.CodeType, make_globals: Callable[[str], dict[str, Any]], m
         namespace = make_globals("submission")
         error = _run(lambda: exec(code, namespace))  # noqa: S102 - sandboxed
         write_frame(reply_fd, {"ok": error is None, **(describe(error) if error else {})})
+    requests = FrameReader(request_fd, values=True)
     while True:
         try:
-            request = read_frame(request_fd)
+            request = requests.read()
         except (ChannelClosed, CodecError):
             return
         write_frame(reply_fd, _answer(request, code, make_globals, namespace, output_limit))
@@ -96,10 +97,7 @@ def _answer(request: dict[str, Any], code: types.CodeType, make_globals: Callabl
         function = namespace.get(request["name"])
         if not callable(function):
             return {"ok": False, "exc": "NameError", "msg": f"name {request['name']!r} is not defined"}
-        try:
-            args, kwargs = decode_value(request["args"]), decode_value(request["kwargs"])
-        except (CodecError, TypeError, ValueError) as exc:
-            return {"ok": False, **describe(exc)}
+        args, kwargs = request["args"], request["kwargs"]
         result: dict[str, Any] = {}
 
         def call() -> None:

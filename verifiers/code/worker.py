@@ -19,7 +19,7 @@ from dataclasses import asdict
 from typing import Any
 
 from verifiers.code import policy
-from verifiers.code.codec import ChannelClosed, read_frame, write_frame
+from verifiers.code.codec import ChannelClosed, FrameReader, write_frame
 from verifiers.code.harness import InvalidTests, Session, judge, mode_of, validate_tests
 from verifiers.code.runner import serve
 from verifiers.code.sandbox import Isolation, Limits, isolate_worker, sandbox_uid, spawn, wipe_private_dirs
@@ -75,9 +75,10 @@ def main() -> int:
     if missing:
         isolation.notes.append(f"allowed modules that failed to import: {', '.join(missing)}")
     write_frame(out_fd, {"isolation": isolation.as_dict()})
+    jobs = FrameReader(in_fd)
     while True:
         try:
-            job = read_frame(in_fd)
+            job = jobs.read()
         except ChannelClosed:
             return 0
         try:
