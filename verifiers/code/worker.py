@@ -8,6 +8,7 @@ fork inherits is small and known.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import shutil
@@ -25,6 +26,21 @@ from verifiers.code.runner import serve
 from verifiers.code.sandbox import Isolation, Limits, isolate_worker, sandbox_uid, spawn, wipe_private_dirs
 
 
+CACHED_SOURCE_CHARS = 20_000
+
+
+@functools.lru_cache(maxsize=256)
+def _compile_cached(source: str, restricted: bool) -> policy.PolicyResult:
+    return (policy.compile_submission if restricted else policy.compile_plain)(source)
+
+
+def compile_job(source: str, restricted: bool) -> policy.PolicyResult:
+    """The policy compile, memoised for short programs: GRPO groups often repeat a completion."""
+    if len(source) > CACHED_SOURCE_CHARS:
+        return (policy.compile_submission if restricted else policy.compile_plain)(source)
+    return _compile_cached(source, restricted)
+
+
 def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
     """Policy check, then one sandboxed process judged to the end; always returns an outcome."""
     try:
@@ -33,7 +49,7 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
         return {"status": "error", "errors": [str(exc)]}
     limits = Limits(**job.get("limits", {}))
     restricted = job.get("restricted", True)
-    compiled = (policy.compile_submission if restricted else policy.compile_plain)(job["source"])
+    compiled = compile_job(job["source"], bool(restricted))
     if not compiled.ok:
         return {"status": "syntax" if compiled.syntax_error else "unsafe", "errors": list(compiled.errors)[:5]}
     make_globals = policy.prepared_globals if restricted else policy.plain_globals
