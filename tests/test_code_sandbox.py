@@ -136,6 +136,16 @@ def test_policy_allows_ordinary_code_and_rejects_escapes():
         assert not compile_submission(source).ok, source
 
 
+def test_ordinary_classes_and_attributes_work_under_the_policy(verifier):
+    program = (
+        "class Counter:\n    def __init__(self):\n        self.n = 0\n    def bump(self):\n        self.n += 1\n        return self.n\n"
+        "def f(k):\n    c = Counter()\n    for _ in range(k):\n        c.bump()\n    return [c.n, getattr(c, 'missing', -1), hasattr(c, 'n')]"
+    )
+    assert verifier(fenced(program), calls_task([3, -1, True], args=[3])).passed
+    cases = ["try:\n    f(0)\nexcept AttributeError:\n    pass\nelse:\n    raise AssertionError"]
+    assert verifier(fenced("def f(x):\n    return x.nothing"), {"tests": {"kind": "assert", "cases": cases}}).passed
+
+
 def test_runtime_guards_stop_format_and_getattr_escapes(verifier):
     task = calls_task("secret")
     for body in ["return '{0.__class__}'.format(1)", "return getattr(1, '__class__')", "return eval('().__class__')",

@@ -106,6 +106,15 @@ CORPUS: dict[str, str] = {
     "eval-escape": "def f():\n    return eval(\"__import__('os').popen('cat SECRET_FILE').read()\")",
     "builtins-dict": "def f():\n    return __builtins__['open']('SECRET_FILE').read()",
     "sys-modules": "import sys\ndef f():\n    return sys.modules['os'].popen('cat SECRET_FILE').read()",
+    "operator-attrgetter-escape": "import operator\ndef f():\n    return str(operator.attrgetter('__class__.__base__')(()))",
+    "typing-annotation-eval-escape": (
+        "import typing\ndef g(x: \"().__class__.__base__.__subclasses__()\"):\n    pass\n"
+        "def f():\n    return str(typing.get_type_hints(g))"
+    ),
+    "singledispatch-annotation-escape": (
+        "from functools import singledispatch\n@singledispatch\ndef h(x):\n    pass\n"
+        "@h.register\ndef _(x: \"open('SECRET_FILE').read()\"):\n    pass\ndef f():\n    return 0"
+    ),
     # --- native code and network -------------------------------------------------------------
     "ctypes-kill-and-setuid": "import ctypes\nlibc = ctypes.CDLL(None)\nlibc.setuid(0)\nlibc.kill(VICTIM, 9)" + F,
     "ctypes-segfault": "import ctypes\nctypes.string_at(0)",

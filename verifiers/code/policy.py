@@ -70,7 +70,8 @@ class PolicyResult:
 class SubmissionPolicy(RestrictingNodeTransformer):
     """RestrictedPython's transformer plus our import allowlist; two relaxations normal code needs.
 
-    * ``a[i] += 1`` is allowed: the target still goes through the ``_write_`` guard.
+    * ``a[i] += 1`` and ``self.n += 1`` are allowed: the target still goes through the
+      ``_write_`` guard, and attribute names are still checked here (none starting with ``_``).
     * ``eval(x)`` is allowed as a call to a restricted eval (same policy, same guards).
     """
 
@@ -91,8 +92,8 @@ class SubmissionPolicy(RestrictingNodeTransformer):
         return super().visit_ImportFrom(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> Any:
-        if isinstance(node.target, ast.Subscript):
-            return self.node_contents_visit(node)  # the Subscript target becomes _write_(x)[i]
+        if isinstance(node.target, ast.Subscript | ast.Attribute):
+            return self.node_contents_visit(node)  # the target becomes _write_(x)[i] / _write_(x).name
         return super().visit_AugAssign(node)
 
     def visit_Call(self, node: ast.Call) -> Any:
@@ -154,13 +155,35 @@ class _SafeFormatter(string.Formatter):
 _FORMATTER = _SafeFormatter()
 
 
-def guarded_getattr(obj: Any, name: str, default: Any = None, *args: Any) -> Any:
-    """RestrictedPython's ``safer_getattr``, except ``str.format`` works through a safe formatter."""
+_MISSING = object()
+
+
+def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
+    """RestrictedPython's ``safer_getattr`` with Python's semantics for missing attributes
+    (``AttributeError`` unless a default is given), and a ``str.format`` that uses a safe formatter."""
     if isinstance(obj, str) and name == "format":
         return lambda *a, **k: _FORMATTER.vformat(obj, a, k)
     if isinstance(obj, str) and name == "format_map":
         return lambda mapping: _FORMATTER.vformat(obj, (), mapping)
-    return safer_getattr(obj, name, default, *args) if (default is not None or args) else safer_getattr(obj, name)
+    value = safer_getattr(obj, name, _MISSING)
+    if value is _MISSING:
+        if default:
+            return default[0]
+        raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
+    return value
+
+
+_PROGRAM_MODULES = frozenset({"submission", "__main__"})
+
+
+def guarded_write(obj: Any) -> Any:
+    """``_write_``: RestrictedPython's full write guard, except that instances of classes the
+    program defined itself may have attributes set (``self.x = 1``), as ordinary Python needs.
+    Modules, builtins and library objects stay read-only."""
+    cls = type(obj)
+    if getattr(cls, "__module__", None) in _PROGRAM_MODULES and not isinstance(obj, type):
+        return obj
+    return full_write_guard(obj)
 
 
 def _guarded_getitem(obj: Any, key: Any) -> Any:
@@ -197,12 +220,32 @@ def _restricted_sys() -> types.SimpleNamespace:
     return types.SimpleNamespace(**{name: getattr(sys, name) for name in _SYS_NAMES}, modules={})
 
 
+HIDDEN_NAMES: Mapping[str, frozenset[str]] = {
+    # these take attribute names as strings, past the attribute guard
+    "operator": frozenset({"attrgetter", "methodcaller"}),
+    # these evaluate annotation strings with a plain, unguarded eval
+    "typing": frozenset({"get_type_hints", "ForwardRef"}),
+    "functools": frozenset({"singledispatch", "singledispatchmethod"}),
+}
+"""Names an allowed module does not show a submission, because they open a way around the guards."""
+
+
+def _module_view(name: str) -> types.SimpleNamespace:
+    """The public names of module ``name``, less its :data:`HIDDEN_NAMES`."""
+    module = sys.modules[name] if name in sys.modules else __import__(name)
+    hidden = HIDDEN_NAMES[name]
+    return types.SimpleNamespace(**{k: v for k, v in vars(module).items() if not k.startswith("_") and k not in hidden})
+
+
 def _guarded_import(name: str, globs: Any = None, locs: Any = None, fromlist: Any = (), level: int = 0) -> Any:
-    """``__import__`` for submissions: the allowlist again, at run time, and a pared-down ``sys``."""
+    """``__import__`` for submissions: the allowlist again, at run time, a pared-down ``sys``,
+    and views of modules with :data:`HIDDEN_NAMES`."""
     if level or name.split(".")[0] not in ALLOWED_IMPORTS:
         raise ImportError(f"import of {name!r} is not allowed")
     if name == "sys":
         return _restricted_sys()
+    if name in HIDDEN_NAMES:
+        return _module_view(name)
     return __import__(name, globs, locs, fromlist, level)
 
 
@@ -233,7 +276,7 @@ def restricted_globals(name: str = "__main__") -> dict[str, Any]:
         "_getattr_": guarded_getattr,
         "_getitem_": _guarded_getitem,
         "_getiter_": iter,
-        "_write_": full_write_guard,
+        "_write_": guarded_write,
         "_inplacevar_": _inplacevar,
         "_print_": _Printer,
         "_iter_unpack_sequence_": guarded_iter_unpack_sequence,

@@ -4,8 +4,9 @@ The *worker* (a long-lived, pre-imported process, see :mod:`verifiers.code.worke
 :func:`isolate_worker` once; each submission then runs in a child forked from it by :func:`spawn`:
 
 * namespaces, made once per worker: a network namespace with no interfaces up (no network at
-  all), and a mount namespace with private, size-capped tmpfs over ``/tmp``, ``/var/tmp`` and
-  ``/dev/shm``, so the only writable places a submission can see are throw-away ones;
+  all), and a mount namespace with private, size-capped tmpfs over the world-writable places
+  (``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run/lock``), emptied after every submission, so the
+  only places a submission can write are throw-away ones;
 * per child: its own session/process group, a throw-away working directory, a scrubbed
   environment (``HOME`` is that directory), every inherited file descriptor closed but its two
   pipe ends, rlimits on CPU seconds, address space, file size, open files, processes and core
