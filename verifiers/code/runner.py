@@ -104,6 +104,8 @@ def _answer(request: dict[str, Any], code: types.CodeType, make_globals: Callabl
             result["value"] = encode_value(function(*args, **kwargs))
 
         error = _run(call)
+        if error is None and "value" not in result:  # a clean exit() in the middle of a call
+            error = SystemExit(0)
         return {"ok": False, **describe(error)} if error else {"ok": True, "value": result["value"]}
     if request.get("op") == "main":
         globals_ = make_globals("__main__")
