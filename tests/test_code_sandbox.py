@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.code_support import calls_task, fenced, sandbox_processes
+from tests.code_support import calls_task, fenced, running_sandbox_processes, sandbox_processes
 from verifiers import Reason, Rubric, run_verifier
 from verifiers.code import CodeVerifier, InvalidTests, Limits, SandboxPool, compile_submission, same_value
 
@@ -198,3 +198,32 @@ def test_any_text_gets_a_verdict_and_the_same_one_twice(verifier, text):
     first = verifier(text, task)
     assert not first.passed and first.reason is not Reason.ERROR
     assert verifier(text, task) == first
+
+
+def test_the_outer_budget_kills_an_overrunning_sandbox_and_its_escapees():
+    """The second timeout tier (the pool's): the sandbox uid is swept, the worker reaps and answers."""
+    with SandboxPool(1, grace_s=-0.7) as pool:  # outer budget 0.3 s, inside the sandbox's own 1 s
+        verifier = CodeVerifier(limits=Limits(wall_s=1.0, cpu_s=2), pool=pool, restricted=False)
+        assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
+        worker = pool._workers[0].process.pid
+        spinner = "import os\nif os.fork() == 0:\n    os.setsid()\nwhile True:\n    pass"
+        verdict = verifier(fenced(spinner), calls_task(1))
+        assert verdict.reason is Reason.TIMEOUT and "outer budget" in str(verdict.details["failures"])
+        assert not sandbox_processes()  # none running, none left as a zombie
+        assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
+        assert pool._workers[0].process.pid == worker  # it recovered: no replacement needed
+
+
+def test_a_wedged_worker_is_killed_and_replaced():
+    """Trusted test code stuck in C (no signal can interrupt it) wedges the judge: the pool
+    kills the worker and starts a fresh one."""
+    with SandboxPool(1, grace_s=0.0) as pool:
+        verifier = CodeVerifier(limits=Limits(wall_s=0.5, cpu_s=1), pool=pool)
+        assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
+        worker = pool._workers[0].process.pid
+        wedge = {"tests": {"kind": "assert", "cases": ["sum(range(10 ** 12))"]}}
+        verdict = verifier(fenced("def f():\n    return 1"), wedge)
+        assert verdict.reason is Reason.TIMEOUT and "replaced" in str(verdict.details["failures"])
+        assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
+        assert pool._workers[0].process.pid != worker
+        assert not running_sandbox_processes()  # dead; as orphans their zombies are init's to reap

@@ -24,6 +24,7 @@ from verifiers.code.codec import ChannelClosed, ChannelTimeout, CodecError, Fram
 from verifiers.code.sandbox import UID_BASE, Limits
 
 GRACE_S = 10.0
+RECOVER_S = 2.0
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -63,17 +64,22 @@ class _Worker:
         write_frame(self.to_fd, job)
         return self.replies.read(time.monotonic() + timeout_s)
 
-    def kill(self) -> None:
-        """Kill the worker and every process still running under its sandbox uid."""
-        pid = self.process.pid
-        self.process.kill()
-        self.process.wait()
-        if os.geteuid() == 0:  # sandbox children may outlive their worker: sweep the uid
+    def sweep(self) -> None:
+        """SIGKILL every process running under this worker's sandbox uid (from a helper process:
+        switching uid in the multi-threaded host would switch it for every thread)."""
+        if os.geteuid() == 0:
+            uid = UID_BASE + self.process.pid
             subprocess.run(
-                [sys.executable, "-c", f"import os,signal; os.setresuid({UID_BASE + pid},{UID_BASE + pid},0); os.kill(-1, signal.SIGKILL)"],
+                [sys.executable, "-c", f"import os,signal; os.setresuid({uid},{uid},0); os.kill(-1, signal.SIGKILL)"],
                 check=False,
                 stderr=subprocess.DEVNULL,
             )
+
+    def kill(self) -> None:
+        """Kill the worker and every process still running under its sandbox uid."""
+        self.process.kill()
+        self.process.wait()
+        self.sweep()  # sandbox processes may outlive their worker
         self.close()
 
     def close(self) -> None:
@@ -118,13 +124,25 @@ class SandboxPool:
         try:
             return worker.run(job, budget)
         except ChannelTimeout:
-            worker.kill()
-            self._workers[slot] = None
-            return {"status": "ran", "passed": 0, "total": 0, "timed_out": True, "load_error": None, "failures": ["worker overran its budget and was replaced"]}
+            return self._overran(slot, worker)
         except (ChannelClosed, CodecError, BrokenPipeError) as exc:
             worker.kill()
             self._workers[slot] = None
             return {"status": "error", "errors": [f"sandbox worker died: {type(exc).__name__}: {exc}"]}
+
+    def _overran(self, slot: int, worker: _Worker) -> dict[str, Any]:
+        """Outer timeout tier. Kill the sandbox first, which unblocks a worker waiting on it; the
+        worker then reaps it and answers. Only a worker that still does not answer is killed
+        (the zombies of its sandbox then go to init to reap)."""
+        worker.sweep()
+        try:
+            outcome = worker.replies.read(time.monotonic() + RECOVER_S)
+        except (ChannelTimeout, ChannelClosed, CodecError):
+            worker.kill()
+            self._workers[slot] = None
+            return {"status": "ran", "passed": 0, "total": 0, "timed_out": True, "load_error": None, "failures": ["worker overran its budget and was replaced"]}
+        failures = [*outcome.get("failures", []), "the sandbox overran the outer budget and was killed"]
+        return {**outcome, "timed_out": True, "failures": failures}
 
     def run(self, jobs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Outcomes of ``jobs``, in order; up to ``size`` run at once."""
