@@ -31,18 +31,5 @@ def sandbox_processes() -> list[tuple[int, int]]:
     return found
 
 
-def running_sandbox_processes() -> list[tuple[int, int]]:
-    """Like :func:`sandbox_processes`, less zombies (dead, waiting for their parent to reap them)."""
-    running = []
-    for pid, uid in sandbox_processes():
-        try:
-            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            running.append((pid, uid))
-    return running
-
-
 def calls_task(expected: object, fn: str = "f", args: list | None = None) -> dict:
     return {"tests": {"kind": "calls", "fn": fn, "cases": [{"args": args or [], "expected": expected}]}}

@@ -58,7 +58,9 @@ class _Worker:
         assert self.process.stdin is not None and self.process.stdout is not None  # noqa: S101 - Popen contract
         self.to_fd, self.from_fd = self.process.stdin.fileno(), self.process.stdout.fileno()
         self.replies = FrameReader(self.from_fd)
-        self.isolation: dict[str, Any] = self.replies.read(time.monotonic() + 60)["isolation"]
+        hello = self.replies.read(time.monotonic() + 60)
+        self.isolation: dict[str, Any] = hello["isolation"]
+        self.pid: int = hello["pid"]  # the worker proper; self.process is its reaping supervisor
 
     def run(self, job: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
         write_frame(self.to_fd, job)
@@ -68,7 +70,7 @@ class _Worker:
         """SIGKILL every process running under this worker's sandbox uid (from a helper process:
         switching uid in the multi-threaded host would switch it for every thread)."""
         if os.geteuid() == 0:
-            uid = UID_BASE + self.process.pid
+            uid = UID_BASE + self.pid
             subprocess.run(
                 [sys.executable, "-c", f"import os,signal; os.setresuid({uid},{uid},0); os.kill(-1, signal.SIGKILL)"],
                 check=False,
@@ -76,9 +78,12 @@ class _Worker:
             )
 
     def kill(self) -> None:
-        """Kill the worker and every process still running under its sandbox uid."""
-        self.process.kill()
-        self.process.wait()
+        """Kill the worker and every process still running under its sandbox uid; the
+        supervisor reaps them all and exits."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.sweep()  # sandbox processes may outlive their worker
         self.close()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import signal
 import shutil
 import sys
 import tempfile
@@ -23,7 +24,17 @@ from verifiers.code import policy
 from verifiers.code.codec import ChannelClosed, FrameReader, write_frame
 from verifiers.code.harness import InvalidTests, Session, judge, mode_of, validate_tests
 from verifiers.code.runner import serve
-from verifiers.code.sandbox import Isolation, Limits, isolate_worker, sandbox_uid, spawn, wipe_private_dirs
+from verifiers.code.sandbox import (
+    PR_SET_CHILD_SUBREAPER,
+    PR_SET_PDEATHSIG,
+    Isolation,
+    Limits,
+    isolate_worker,
+    prctl,
+    sandbox_uid,
+    spawn,
+    wipe_private_dirs,
+)
 
 
 CACHED_SOURCE_CHARS = 20_000
@@ -75,8 +86,33 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
     return {"status": "ran", **asdict(outcome), "exit_status": status}
 
 
+def supervise(worker: int) -> int:
+    """The parent of the worker: a subreaper that reaps everything left when the worker dies.
+
+    If the pool has to kill a wedged worker, its sandbox processes are orphaned; without this
+    they would be re-parented to init, which in some containers never reaps them (zombies).
+    Exits once the worker and every orphan are gone, with the worker's exit code.
+    """
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)  # the pool's pipes belong to the worker alone
+    os.dup2(devnull, 1)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    code = 0
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            return code
+        if pid == worker:
+            code = os.waitstatus_to_exitcode(status)
+
+
 def main() -> int:
-    """Serve jobs until the pool closes our stdin."""
+    """Fork the worker under a reaping supervisor; serve jobs until the pool closes our stdin."""
+    worker = os.fork()
+    if worker:
+        return supervise(worker)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     in_fd, out_fd = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -90,7 +126,7 @@ def main() -> int:
     isolation = isolate_worker()
     if missing:
         isolation.notes.append(f"allowed modules that failed to import: {', '.join(missing)}")
-    write_frame(out_fd, {"isolation": isolation.as_dict()})
+    write_frame(out_fd, {"isolation": isolation.as_dict(), "pid": os.getpid()})
     jobs = FrameReader(in_fd)
     while True:
         try:
