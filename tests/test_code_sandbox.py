@@ -94,8 +94,10 @@ def test_exceptions_come_back_as_builtin_types(verifier):
         "import sys\nsys.exit(0)",
         "raise SystemExit(0)",
         "def f():\n    raise SystemExit(0)",
-        "class Liar:\n    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n        return False\n"
-        "def f():\n    return Liar()",
+        (
+            "class Liar:\n    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n        return False\n"
+            "def f():\n    return Liar()"
+        ),
         "class Liar(int):\n    def __eq__(self, other):\n        return True\ndef f():\n    return Liar(0)",
         "class Liar(str):\n    def __eq__(self, other):\n        return True\ndef f():\n    return Liar('')",
     ],
@@ -115,8 +117,10 @@ def test_patching_assert_and_the_harness_in_the_sandbox_changes_nothing(unrestri
         "import builtins\nbuiltins.AssertionError = type('Nope', (BaseException,), {})\ndef f():\n    return 1",
         "import verifiers.code.runner as r\nr._answer = lambda *a: {'ok': True, 'value': True}\ndef f():\n    return 1",
         "import verifiers.code.harness as h\nh.judge = lambda *a: None\nh.same_value = lambda *a: True\ndef f():\n    return 1",
-        "import os, json, struct\nfor fd in range(64):\n    try:\n        body = json.dumps({'status': 'ran', 'passed': 1, 'total': 1}).encode()\n"
-        "        os.write(fd, struct.pack('>I', len(body)) + body)\n    except OSError:\n        pass\ndef f():\n    return 1",
+        (
+            "import os, json, struct\nfor fd in range(64):\n    try:\n        body = json.dumps({'status': 'ran', 'passed': 1, 'total': 1}).encode()\n"
+            "        os.write(fd, struct.pack('>I', len(body)) + body)\n    except OSError:\n        pass\ndef f():\n    return 1"
+        ),
     ]
     for program in programs:
         assert not unrestricted(fenced(program), task).passed

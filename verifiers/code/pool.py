@@ -55,7 +55,7 @@ class _Worker:
             env=env,
             cwd=_PACKAGE_ROOT,
         )
-        assert self.process.stdin is not None and self.process.stdout is not None  # noqa: S101 - Popen contract
+        assert self.process.stdin is not None and self.process.stdout is not None  # Popen's contract
         self.to_fd, self.from_fd = self.process.stdin.fileno(), self.process.stdout.fileno()
         self.replies = FrameReader(self.from_fd)
         hello = self.replies.read(time.monotonic() + 60)

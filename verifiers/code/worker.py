@@ -11,8 +11,8 @@ from __future__ import annotations
 import functools
 import gc
 import os
-import signal
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -35,7 +35,6 @@ from verifiers.code.sandbox import (
     spawn,
     wipe_private_dirs,
 )
-
 
 CACHED_SOURCE_CHARS = 20_000
 
