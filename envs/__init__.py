@@ -28,6 +28,8 @@ from envs.spaces import AnyText, ChatMessages
 register("arith", "envs.arith:ArithEnv")
 register("gsm8k", "envs.gsm8k:GSM8KEnv")
 register("math500", "envs.math500:MATH500Env")
+register("humaneval", "envs.humaneval:HumanEvalEnv")
+register("mbpp", "envs.mbpp:MbppEnv")
 load_plugins()
 
 __all__ = [

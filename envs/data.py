@@ -8,6 +8,7 @@ is imported only then and is not a core dependency.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from collections.abc import Mapping
@@ -21,10 +22,22 @@ class DataUnavailableError(RuntimeError):
     """The rows could not be loaded; the message says which sources were tried and how to fix it."""
 
 
+def data_dir() -> Path | None:
+    """The folder named by ``$RLVR_GYM_DATA_DIR``, or ``None`` when it is unset."""
+    folder = os.environ.get(DATA_DIR_ENV)
+    if not folder:
+        return None
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise DataUnavailableError(f"${DATA_DIR_ENV}={folder!r} is not a folder")
+    return path
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL file (blank lines skipped), with the line number in any error."""
+    """Rows of a ``.jsonl`` or ``.jsonl.gz`` file (blank lines skipped), with the line number in any error."""
     rows = []
-    with path.open(encoding="utf-8") as handle:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
@@ -48,11 +61,11 @@ def local_file(path: str | os.PathLike[str] | None, prefix: str, split: str) -> 
         if not candidate.is_file():
             raise DataUnavailableError(f"no data file {candidate} (path={str(path)!r}, split {split!r})")
         return candidate
-    folder = os.environ.get(DATA_DIR_ENV)
-    if folder:
-        candidate = Path(folder) / name
+    folder = data_dir()
+    if folder is not None:
+        candidate = folder / name
         if not candidate.is_file():
-            raise DataUnavailableError(f"${DATA_DIR_ENV}={folder!r} has no {name}")
+            raise DataUnavailableError(f"${DATA_DIR_ENV}={str(folder)!r} has no {name}")
         return candidate
     return None
 

@@ -1,0 +1,304 @@
+"""The code verifier end to end: test kinds, scores and reasons, the unforgeable verdict, the pool."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.code_support import calls_task, fenced, sandbox_processes
+from verifiers import Reason, Rubric, run_verifier
+from verifiers.code import CodeVerifier, InvalidTests, Limits, SandboxPool, compile_submission, same_value
+
+FAST = Limits(wall_s=2.0, cpu_s=2)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool(2) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def verifier(pool):
+    return CodeVerifier(limits=FAST, pool=pool)
+
+
+@pytest.fixture(scope="module")
+def unrestricted(pool):
+    """The OS layers alone: no RestrictedPython filter."""
+    return CodeVerifier(limits=FAST, pool=pool, restricted=False)
+
+
+ADD = "def add(a, b):\n    return a + b\n"
+
+
+def test_calls_kind_scores_the_fraction_passed(verifier):
+    task = {
+        "tests": {
+            "kind": "calls",
+            "fn": "add",
+            "cases": [
+                {"args": [1, 2], "expected": 3},
+                {"args": [[1], [2]], "expected": [1, 2]},
+                {"args": [0.1, 0.2], "expected": 0.3},
+            ],
+        }
+    }
+    verdict = verifier(fenced(ADD), task)
+    assert verdict.passed and verdict.score == 1.0 and verdict.reason is Reason.CORRECT
+    half = fenced("def add(a, b):\n    return 3 if a == 1 else None\n")
+    verdict = verifier(half, task)
+    assert not verdict.passed and verdict.reason is Reason.WRONG_ANSWER
+    assert verdict.score == pytest.approx(1 / 3) and verdict.details["tests_passed"] == 1
+
+
+def test_assert_kind_with_trusted_setup_and_entry_point(verifier):
+    task = {
+        "tests": {
+            "kind": "assert",
+            "setup": "def helper(x):\n    return x * 10\n",
+            "entry_point": "f",
+            "cases": ["assert f(2) == helper(2)", "assert f(0) == 0"],
+        }
+    }
+    assert verifier(fenced("def f(x):\n    return 10 * x"), task).passed
+    # redefining the trusted helper does not change what the tests compare against
+    cheat = fenced("def helper(x):\n    return None\ndef f(x):\n    return None")
+    assert verifier(cheat, task).score == 0.0
+
+
+def test_stdio_kind_runs_the_program_once_per_case(verifier):
+    task = {
+        "tests": {
+            "kind": "stdio",
+            "cases": [{"stdin": "2 3\n", "stdout": "5\n"}, {"stdin": "10 -1", "stdout": "9"}],
+        }
+    }
+    program = "import sys\na, b = map(int, sys.stdin.read().split())\nprint(a + b)"
+    assert verifier(fenced(program), task).passed
+    assert verifier(fenced("print(5)"), task).score == 0.5
+
+
+def test_reasons_for_missing_unparsable_unsafe_and_slow_code(verifier):
+    task = calls_task(1)
+    assert verifier("I don't know", task).reason is Reason.NO_ANSWER
+    assert verifier(fenced("def f(:\n  pass"), task).reason is Reason.BAD_FORMAT
+    unsafe = verifier(fenced("import os\ndef f():\n    return 1"), task)
+    assert unsafe.reason is Reason.UNSAFE and "os" in str(unsafe.details["why"])
+    slow = CodeVerifier(limits=Limits(wall_s=0.5, cpu_s=1), pool=verifier.pool)(
+        fenced("def f():\n    while True:\n        pass"), task
+    )
+    assert slow.reason is Reason.TIMEOUT and slow.score == 0.0
+
+
+def test_malformed_tests_are_a_verifier_error_not_a_zero(verifier):
+    verdict = verifier(fenced(ADD), {"tests": {"kind": "nonsense", "cases": []}})
+    assert verdict.reason is Reason.ERROR
+    with pytest.raises(KeyError):
+        verifier(fenced(ADD), {"no_tests": 1})
+    assert run_verifier(verifier, fenced(ADD), {"no_tests": 1}).reason is Reason.ERROR
+    assert issubclass(InvalidTests, ValueError)
+
+
+def test_exceptions_come_back_as_builtin_types(verifier):
+    task = {
+        "tests": {
+            "kind": "assert",
+            "cases": [
+                "try:\n    f(-1)\nexcept ValueError:\n    pass\nelse:\n    raise AssertionError('no error')"
+            ],
+        }
+    }
+    assert verifier(
+        fenced("def f(x):\n    if x < 0:\n        raise ValueError('negative')\n    return x"), task
+    ).passed
+    assert not verifier(fenced("def f(x):\n    return x"), task).passed
+
+
+@pytest.mark.parametrize("mode", ["restricted", "unrestricted"])
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import os\nos._exit(0)",
+        "import sys\nsys.exit(0)",
+        "raise SystemExit(0)",
+        "def f():\n    raise SystemExit(0)",
+        (
+            "class Liar:\n    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n        return False\n"
+            "def f():\n    return Liar()"
+        ),
+        "class Liar(int):\n    def __eq__(self, other):\n        return True\ndef f():\n    return Liar(0)",
+        "class Liar(str):\n    def __eq__(self, other):\n        return True\ndef f():\n    return Liar('')",
+    ],
+    ids=[
+        "os._exit",
+        "sys.exit",
+        "SystemExit",
+        "exit-in-call",
+        "always-equal",
+        "int-subclass",
+        "str-subclass",
+    ],
+)
+def test_verdict_cannot_be_forged(program, mode, verifier, unrestricted):
+    """Expected values are a secret of the judge; early exits and lying objects cannot pass."""
+    chosen = verifier if mode == "restricted" else unrestricted
+    for task in (calls_task(987654321), {"tests": {"kind": "assert", "cases": ["assert f() == 987654321"]}}):
+        verdict = chosen(fenced(program), task)
+        assert not verdict.passed and verdict.score == 0.0, verdict
+
+
+def test_patching_assert_and_the_harness_in_the_sandbox_changes_nothing(unrestricted):
+    task = {"tests": {"kind": "assert", "cases": ["assert f() == 987654321"]}}
+    programs = [
+        "import builtins\nbuiltins.AssertionError = type('Nope', (BaseException,), {})\ndef f():\n    return 1",
+        "import verifiers.code.runner as r\nr._answer = lambda *a: {'ok': True, 'value': True}\ndef f():\n    return 1",
+        "import verifiers.code.harness as h\nh.judge = lambda *a: None\nh.same_value = lambda *a: True\ndef f():\n    return 1",
+        (
+            "import os, json, struct\nfor fd in range(64):\n    try:\n        body = json.dumps({'status': 'ran', 'passed': 1, 'total': 1}).encode()\n"
+            "        os.write(fd, struct.pack('>I', len(body)) + body)\n    except OSError:\n        pass\ndef f():\n    return 1"
+        ),
+    ]
+    for program in programs:
+        assert not unrestricted(fenced(program), task).passed
+
+
+def test_values_are_compared_by_plain_data_rules():
+    assert (
+        same_value((1, 2), [1, 2])
+        and same_value(0.30000000000000004, 0.3)
+        and same_value({"a": [1]}, {"a": [1]})
+    )
+    assert (
+        not same_value(True, 1)
+        and not same_value("1", 1)
+        and not same_value([1, 2], [1, 2, 3])
+        and not same_value(None, 0)
+    )
+
+
+def test_policy_allows_ordinary_code_and_rejects_escapes():
+    ok = [
+        "counts = {}\ncounts['a'] = 0\ncounts['a'] += 1",
+        "x = eval('1 + 2')",
+        "s = '{} {}'.format(1, 2)",
+        "import math, re, collections",
+    ]
+    for source in ok:
+        assert compile_submission(source).ok, source
+    bad = [
+        "import os",
+        "import subprocess",
+        "from ctypes import CDLL",
+        "x = ().__class__",
+        "exec('1')",
+        "_getattr_ = getattr",
+        "from . import x",
+    ]
+    for source in bad:
+        assert not compile_submission(source).ok, source
+
+
+def test_ordinary_classes_and_attributes_work_under_the_policy(verifier):
+    program = (
+        "class Counter:\n    def __init__(self):\n        self.n = 0\n    def bump(self):\n        self.n += 1\n        return self.n\n"
+        "def f(k):\n    c = Counter()\n    for _ in range(k):\n        c.bump()\n    return [c.n, getattr(c, 'missing', -1), hasattr(c, 'n')]"
+    )
+    assert verifier(fenced(program), calls_task([3, -1, True], args=[3])).passed
+    cases = ["try:\n    f(0)\nexcept AttributeError:\n    pass\nelse:\n    raise AssertionError"]
+    assert verifier(
+        fenced("def f(x):\n    return x.nothing"), {"tests": {"kind": "assert", "cases": cases}}
+    ).passed
+
+
+def test_runtime_guards_stop_format_and_getattr_escapes(verifier):
+    task = calls_task("secret")
+    for body in [
+        "return '{0.__class__}'.format(1)",
+        "return getattr(1, '__class__')",
+        "return eval('().__class__')",
+        "g = (x for x in [1])\n    return g.gi_frame",
+        "import sys\n    return sys.modules['os']",
+    ]:
+        verdict = verifier(fenced(f"def f():\n    {body}"), task)
+        assert not verdict.passed
+        assert verdict.reason in (Reason.WRONG_ANSWER, Reason.UNSAFE)
+
+
+def test_batch_matches_single_and_keeps_order(verifier):
+    tasks = [calls_task(i, args=[i]) for i in range(8)]
+    completions = [
+        fenced("def f(x):\n    return x" if i % 2 else "def f(x):\n    return -1") for i in range(8)
+    ]
+    batch = verifier.verify_batch(completions, tasks)
+    assert [v.passed for v in batch] == [i % 2 == 1 for i in range(8)]
+    assert batch == [verifier(c, t) for c, t in zip(completions, tasks, strict=True)]
+    with pytest.raises(ValueError):
+        verifier.verify_batch(completions, tasks[:1])
+
+
+def test_rubric_wraps_the_code_verifier(verifier):
+    rubric = Rubric({"correct": verifier})
+    assert rubric(
+        fenced(ADD), {"tests": {"kind": "calls", "fn": "add", "cases": [{"args": [1, 1], "expected": 2}]}}
+    ).passed
+
+
+def test_isolation_mechanisms_are_active(pool):
+    isolation = pool.isolation
+    assert "network namespace" in isolation["network"]
+    assert "/tmp" in isolation["filesystem"]
+    assert "uid" in isolation["uid"]
+    assert not sandbox_processes()
+
+
+def test_the_pool_uses_both_workers_and_replaces_a_dead_one(pool, verifier):
+    """Each failure names the judging worker's pid (the judge runs in the worker): a batch uses both."""
+    task = {"tests": {"kind": "assert", "cases": ["import os\nraise AssertionError(os.getpid())"]}}
+    program = fenced("for i in range(300_000):\n    pass\ndef f():\n    return 1")
+    verdicts = verifier.verify_batch([program] * 6, [task] * 6)
+    workers = {v.details["failures"][0].rsplit(" ", 1)[-1] for v in verdicts}
+    assert len(workers) == 2, workers
+    pool._workers[0].process.kill()
+    pool._workers[0].process.wait()
+    assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=300) | st.builds(lambda body: f"```python\n{body}\n```", st.text(max_size=200)))
+def test_any_text_gets_a_verdict_and_the_same_one_twice(verifier, text):
+    """Model output never makes the verifier raise, and verdicts are deterministic."""
+    task = calls_task(1)
+    first = verifier(text, task)
+    assert not first.passed and first.reason is not Reason.ERROR
+    assert verifier(text, task) == first
+
+
+def test_the_outer_budget_kills_an_overrunning_sandbox_and_its_escapees():
+    """The second timeout tier (the pool's): the sandbox uid is swept, the worker reaps and answers."""
+    with SandboxPool(1, grace_s=-0.7) as pool:  # outer budget 0.3 s, inside the sandbox's own 1 s
+        verifier = CodeVerifier(limits=Limits(wall_s=1.0, cpu_s=2), pool=pool, restricted=False)
+        assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
+        worker = pool._workers[0].process.pid
+        spinner = "import os\nif os.fork() == 0:\n    os.setsid()\nwhile True:\n    pass"
+        verdict = verifier(fenced(spinner), calls_task(1))
+        assert verdict.reason is Reason.TIMEOUT and "outer budget" in str(verdict.details["failures"])
+        assert not sandbox_processes()  # none running, none left as a zombie
+        assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
+        assert pool._workers[0].process.pid == worker  # it recovered: no replacement needed
+
+
+def test_a_wedged_worker_is_killed_and_replaced():
+    """Trusted test code stuck in C (no signal can interrupt it) wedges the judge: the pool
+    kills the worker and starts a fresh one."""
+    with SandboxPool(1, grace_s=0.0) as pool:
+        verifier = CodeVerifier(limits=Limits(wall_s=0.5, cpu_s=1), pool=pool)
+        assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
+        worker = pool._workers[0].process.pid
+        wedge = {"tests": {"kind": "assert", "cases": ["sum(range(10 ** 12))"]}}
+        verdict = verifier(fenced("def f():\n    return 1"), wedge)
+        assert verdict.reason is Reason.TIMEOUT and "replaced" in str(verdict.details["failures"])
+        assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
+        assert pool._workers[0].process.pid != worker
+        assert not sandbox_processes()  # killed, and reaped by the worker's supervisor

@@ -1,0 +1,27 @@
+"""Code execution verifier: model programs run against tests in a layered sandbox.
+
+Layers: :mod:`.policy` (RestrictedPython filter), :mod:`.sandbox` (a locked-down process per
+submission), :mod:`.harness` (the judge, outside the submission's reach). :mod:`.pool` keeps one
+warm worker per core; :class:`CodeVerifier` is the verifier envs use.
+"""
+
+from verifiers.code.extract import extract_code
+from verifiers.code.harness import KINDS, InvalidTests, same_value
+from verifiers.code.policy import ALLOWED_IMPORTS, compile_submission
+from verifiers.code.pool import SandboxPool, default_pool
+from verifiers.code.sandbox import Limits
+from verifiers.code.verifier import CodeVerifier, verdict_of
+
+__all__ = [
+    "ALLOWED_IMPORTS",
+    "KINDS",
+    "CodeVerifier",
+    "InvalidTests",
+    "Limits",
+    "SandboxPool",
+    "compile_submission",
+    "default_pool",
+    "extract_code",
+    "same_value",
+    "verdict_of",
+]

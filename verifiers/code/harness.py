@@ -1,0 +1,288 @@
+"""Layer 3 of the code sandbox: the judge, which decides pass/fail outside the submission.
+
+The judge runs in the worker, a process the submission cannot reach (another uid, not
+dumpable, no shared memory). It holds the tests and the expected values; the sandbox never sees
+them. Test code runs *here*, with every name the tests take from the submission replaced by a
+proxy that asks the sandbox over a pipe and gets back plain data (:mod:`verifiers.code.codec`).
+Hence:
+
+* exiting early (``os._exit(0)``, a killed process) ends the conversation: unanswered tests fail;
+* patching ``assert``, ``__eq__``, builtins or "the harness" changes only the sandbox's process,
+  not the judge's; an always-equal object cannot be encoded, so the call fails;
+* the exit code and stdout of the sandbox are never read as a verdict (stdout is data for the
+  stdin/stdout test kind, compared here against output the sandbox never saw).
+
+Test kinds (``task["tests"]``): ``assert`` (test code run against the submission's names, e.g.
+HumanEval's ``check(candidate)``; ``setup`` is trusted code from the task such as the prompt's
+helper functions), ``calls`` (function name, args, expected value per case) and ``stdio`` (stdin,
+expected stdout per case; the program runs once per case).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import math
+import signal
+import time
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from verifiers.code.codec import ChannelClosed, CodecError, FrameReader, encode_value, write_frame
+
+KINDS = ("assert", "calls", "stdio")
+FLOAT_REL_TOL = 1e-6
+
+
+class SandboxGone(BaseException):
+    """The submission's process stopped answering. A BaseException so test code cannot swallow it."""
+
+
+class JudgeTimeout(BaseException):
+    """The wall-clock budget ran out (raised by the alarm or by a read past the deadline)."""
+
+
+class InvalidTests(ValueError):
+    """``task["tests"]`` is malformed: a task bug, reported as a verifier ``error``."""
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What the judge found. ``passed``/``total`` count test cases; the score is their ratio."""
+
+    passed: int = 0
+    total: int = 0
+    timed_out: bool = False
+    load_error: str | None = None
+    failures: list[str] = field(default_factory=list)
+
+    def fail(self, message: str) -> None:
+        if len(self.failures) < 3:
+            self.failures.append(message[:300])
+
+
+class Session:
+    """The judge's end of the pipe pair to one sandboxed process.
+
+    Reads block without a deadline of their own: :func:`judge` arms a SIGALRM timer for the
+    whole budget, which interrupts a read with :class:`JudgeTimeout` (no ``select`` per message).
+    """
+
+    def __init__(self, request_fd: int, reply_fd: int, deadline: float) -> None:
+        self.request_fd, self.deadline = request_fd, deadline
+        self.replies = FrameReader(reply_fd, values=True)
+        self.gone: str | None = None
+
+    def ask(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        if self.gone:
+            raise SandboxGone(self.gone)
+        try:
+            write_frame(self.request_fd, message)
+            reply = self.replies.read()
+        except JudgeTimeout:
+            self.gone = "timed out"
+            raise
+        except (ChannelClosed, BrokenPipeError, CodecError) as exc:
+            self.gone = f"the sandbox stopped answering ({type(exc).__name__}: {exc})"
+            raise SandboxGone(self.gone) from None
+        if not isinstance(reply, dict):
+            self.gone = "the sandbox broke the protocol"
+            raise SandboxGone(self.gone)
+        return reply
+
+    def hello(self) -> dict[str, Any]:
+        """The load report the sandbox sends after running the program's top level."""
+        try:
+            reply = self.replies.read()
+        except JudgeTimeout:
+            self.gone = "timed out"
+            raise
+        except (ChannelClosed, CodecError) as exc:
+            self.gone = f"the sandbox exited while loading ({type(exc).__name__})"
+            raise SandboxGone(self.gone) from None
+        return reply if isinstance(reply, dict) else {"ok": False, "exc": "ProtocolError", "msg": ""}
+
+    def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            request = {
+                "op": "call",
+                "name": name,
+                "args": encode_value(list(args)),
+                "kwargs": encode_value(dict(kwargs)),
+            }
+        except CodecError as exc:
+            raise TypeError(f"argument cannot be sent to the sandbox: {exc}") from None
+        reply = self.ask(request)
+        if reply.get("ok") is True:
+            return reply.get("value")  # plain data, rebuilt by the frame reader
+        raise _rebuild(reply)
+
+    def run_main(self, stdin: str) -> tuple[str, str | None]:
+        reply = self.ask({"op": "main", "stdin": stdin})
+        stdout = reply.get("stdout")
+        stdout = stdout if isinstance(stdout, str) else ""
+        return stdout, None if reply.get("ok") is True else f"{reply.get('exc')}: {reply.get('msg')}"
+
+
+def _rebuild(reply: Mapping[str, Any]) -> Exception:
+    """The sandbox's exception as a *builtin* exception class (never one the submission made)."""
+    name, message = str(reply.get("exc")), str(reply.get("msg"))[:500]
+    cls = getattr(builtins, name, None)
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        try:
+            return cls(message)
+        except Exception:  # noqa: BLE001 - e.g. UnicodeDecodeError needs more arguments
+            pass
+    return RuntimeError(f"{name}: {message}")
+
+
+# ----- test kinds ----------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile_trusted(source: str, label: str) -> tuple[types.CodeType, frozenset[str]]:
+    """Test code compiled once, with the names it reads but never binds (to proxy)."""
+    tree = ast.parse(source, label)
+    loaded, bound = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+    return compile(tree, label, "exec"), frozenset(loaded - bound - set(dir(builtins)))
+
+
+def _proxy(session: Session, name: str) -> Callable[..., Any]:
+    def proxy(*args: Any, **kwargs: Any) -> Any:
+        return session.call(name, args, kwargs)
+
+    proxy.__name__ = proxy.__qualname__ = name
+    return proxy
+
+
+def _run_asserts(spec: Mapping[str, Any], session: Session, outcome: Outcome) -> None:
+    setup = spec.get("setup") or ""
+    entry_point = spec.get("entry_point")
+    for index, case in enumerate(spec["cases"]):
+        namespace: dict[str, Any] = {"__name__": "__judge__", "__builtins__": builtins}
+        if setup:
+            exec(_compile_trusted(setup, "<setup>")[0], namespace)  # noqa: S102 - trusted task code
+        code, free = _compile_trusted(case, f"<test {index}>")
+        for name in free | ({entry_point} if entry_point else set()):
+            if name == entry_point or name not in namespace:
+                namespace[name] = _proxy(session, name)
+        try:
+            exec(code, namespace)  # noqa: S102 - trusted test code; submission values are plain data
+        except Exception as exc:  # noqa: BLE001 - a failing test, whatever it raised
+            outcome.fail(f"test {index}: {type(exc).__name__}: {exc}")
+        else:
+            outcome.passed += 1
+
+
+def same_value(got: Any, expected: Any) -> bool:
+    """Equality for JSON-given expectations: tuples match lists, floats match within 1e-6 (relative)."""
+    if isinstance(expected, float) or (
+        isinstance(got, float) and isinstance(expected, int) and not isinstance(expected, bool)
+    ):
+        return type(got) in (int, float) and math.isclose(
+            got, expected, rel_tol=FLOAT_REL_TOL, abs_tol=FLOAT_REL_TOL
+        )
+    if isinstance(expected, list | tuple):
+        return (
+            type(got) in (list, tuple) and len(got) == len(expected) and all(map(same_value, got, expected))
+        )
+    if isinstance(expected, dict):
+        return (
+            type(got) is dict
+            and got.keys() == expected.keys()
+            and all(same_value(got[k], expected[k]) for k in expected)
+        )
+    return type(got) is type(expected) and got == expected
+
+
+def _run_calls(spec: Mapping[str, Any], session: Session, outcome: Outcome) -> None:
+    for index, case in enumerate(spec["cases"]):
+        try:
+            got = session.call(spec["fn"], tuple(case.get("args", ())), dict(case.get("kwargs", {})))
+        except Exception as exc:  # noqa: BLE001
+            outcome.fail(f"case {index}: {type(exc).__name__}: {exc}")
+            continue
+        if same_value(got, case["expected"]):
+            outcome.passed += 1
+        else:
+            outcome.fail(f"case {index}: got {got!r:.100}, expected {case['expected']!r:.100}")
+
+
+def normalize_output(text: str) -> str:
+    """Output compared line by line, ignoring trailing spaces and trailing blank lines."""
+    return "\n".join(line.rstrip() for line in text.rstrip().splitlines())
+
+
+def _run_stdio(spec: Mapping[str, Any], session: Session, outcome: Outcome) -> None:
+    for index, case in enumerate(spec["cases"]):
+        stdout, error = session.run_main(case.get("stdin", ""))
+        if error is not None:
+            outcome.fail(f"case {index}: {error}")
+        elif normalize_output(stdout) == normalize_output(case["stdout"]):
+            outcome.passed += 1
+        else:
+            outcome.fail(f"case {index}: wrong output {stdout[:100]!r}")
+
+
+_RUNNERS = {"assert": _run_asserts, "calls": _run_calls, "stdio": _run_stdio}
+
+
+def validate_tests(spec: object) -> Mapping[str, Any]:
+    """Check the shape of ``task["tests"]`` (a task bug must be an ``error``, not a zero)."""
+    if not isinstance(spec, Mapping) or spec.get("kind") not in KINDS:
+        raise InvalidTests(f"task tests must be a mapping with kind in {KINDS}, got {spec!r:.200}")
+    cases = spec.get("cases")
+    if not isinstance(cases, list | tuple) or not cases:
+        raise InvalidTests("task tests need a non-empty list of cases")
+    if spec["kind"] == "calls" and not isinstance(spec.get("fn"), str):
+        raise InvalidTests("'calls' tests need the function name in 'fn'")
+    if spec["kind"] == "assert" and not all(isinstance(c, str) for c in cases):
+        raise InvalidTests("'assert' cases must be test code strings")
+    if spec["kind"] == "stdio" and not all(
+        isinstance(c, Mapping) and isinstance(c.get("stdout"), str) for c in cases
+    ):
+        raise InvalidTests("'stdio' cases need an expected 'stdout' string")
+    return spec
+
+
+def mode_of(spec: Mapping[str, Any]) -> str:
+    """``script`` programs run once per case on stdin; ``module`` programs load once."""
+    return "script" if spec["kind"] == "stdio" else "module"
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise JudgeTimeout
+
+
+def judge(spec: Mapping[str, Any], session: Session) -> Outcome:
+    """Run every case of ``spec`` against the sandbox behind ``session`` before its deadline."""
+    outcome = Outcome(total=len(spec["cases"]))
+    if signal.getsignal(signal.SIGALRM) is not _on_alarm:
+        signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, max(1e-3, session.deadline - time.monotonic()))
+        try:
+            if mode_of(spec) == "module":
+                hello = session.hello()
+                if hello.get("ok") is not True:
+                    outcome.load_error = f"{hello.get('exc')}: {hello.get('msg')}"[:300]
+            _RUNNERS[spec["kind"]](spec, session, outcome)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)  # an alarm racing this lands in the handler below
+    except JudgeTimeout:
+        outcome.timed_out = True
+    except SandboxGone as exc:
+        outcome.fail(str(exc))
+    return outcome

@@ -1,0 +1,227 @@
+"""A pool of warm sandbox workers, one per core, so ``verify_batch`` keeps every core busy.
+
+Each worker is a separate ``python -m verifiers.code.worker`` process; the pool feeds it jobs
+over a pipe from one host thread per worker. A second, outer timeout (the worker's own budget
+plus a grace period) guards against a wedged worker: it is killed with everything its sandbox
+uid still runs, replaced, and the job reported as timed out.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from verifiers.code.codec import ChannelClosed, ChannelTimeout, CodecError, FrameReader, write_frame
+from verifiers.code.sandbox import UID_BASE, Limits
+
+GRACE_S = 10.0
+RECOVER_S = 2.0
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def default_workers() -> int:
+    """``RLVR_GYM_SANDBOX_WORKERS`` if set, else one worker per CPU this process may use."""
+    configured = os.environ.get("RLVR_GYM_SANDBOX_WORKERS")
+    if configured:
+        return max(1, int(configured))
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def worker_environment() -> dict[str, str]:
+    """A minimal environment for workers: no host secrets to inherit, little for children to scrub."""
+    env = {
+        name: os.environ[name] for name in ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED") if name in os.environ
+    }
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
+    return env
+
+
+class _Worker:
+    """One worker process and its pipes."""
+
+    def __init__(self) -> None:
+        env = worker_environment()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "verifiers.code.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=_PACKAGE_ROOT,
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None  # Popen's contract
+        self.to_fd, self.from_fd = self.process.stdin.fileno(), self.process.stdout.fileno()
+        self.replies = FrameReader(self.from_fd)
+        hello = self.replies.read(time.monotonic() + 60)
+        self.isolation: dict[str, Any] = hello["isolation"]
+        self.pid: int = hello["pid"]  # the worker proper; self.process is its reaping supervisor
+
+    def run(self, job: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+        write_frame(self.to_fd, job)
+        return self.replies.read(time.monotonic() + timeout_s)
+
+    def sweep(self) -> None:
+        """SIGKILL every process running under this worker's sandbox uid (from a helper process:
+        switching uid in the multi-threaded host would switch it for every thread)."""
+        if os.geteuid() == 0:
+            uid = UID_BASE + self.pid
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    f"import os,signal; os.setresuid({uid},{uid},0); os.kill(-1, signal.SIGKILL)",
+                ],
+                check=False,
+                stderr=subprocess.DEVNULL,
+            )
+
+    def kill(self) -> None:
+        """Kill the worker and every process still running under its sandbox uid; the
+        supervisor reaps them all and exits."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        self.sweep()  # sandbox processes may outlive their worker
+        self.close()
+
+    def close(self) -> None:
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+        if self.process.poll() is None:
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.send_signal(signal.SIGKILL)
+                self.process.wait()
+
+
+class SandboxPool:
+    """Runs sandbox jobs on ``workers`` warm worker processes (started on first use)."""
+
+    def __init__(self, workers: int | None = None, *, grace_s: float = GRACE_S) -> None:
+        self.size = workers or default_workers()
+        self.grace_s = grace_s
+        self._workers: list[_Worker | None] = [None] * self.size
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def isolation(self) -> dict[str, Any]:
+        """Which isolation mechanisms the workers got on this machine."""
+        with self._lock:
+            return self._worker(0).isolation
+
+    def _worker(self, slot: int) -> _Worker:
+        if self._closed:
+            raise RuntimeError("SandboxPool is closed")
+        worker = self._workers[slot]
+        if worker is None or worker.process.poll() is not None:
+            worker = self._workers[slot] = _Worker()
+        return worker
+
+    def _run_one(self, slot: int, job: Mapping[str, Any]) -> dict[str, Any]:
+        worker = self._worker(slot)
+        budget = float(job.get("limits", {}).get("wall_s", Limits().wall_s)) + self.grace_s
+        try:
+            return worker.run(job, budget)
+        except ChannelTimeout:
+            return self._overran(slot, worker)
+        except (ChannelClosed, CodecError, BrokenPipeError) as exc:
+            worker.kill()
+            self._workers[slot] = None
+            return {"status": "error", "errors": [f"sandbox worker died: {type(exc).__name__}: {exc}"]}
+
+    def _overran(self, slot: int, worker: _Worker) -> dict[str, Any]:
+        """Outer timeout tier. Kill the sandbox first, which unblocks a worker waiting on it; the
+        worker then reaps it and answers. Only a worker that still does not answer is killed
+        (the zombies of its sandbox then go to init to reap)."""
+        worker.sweep()
+        try:
+            outcome = worker.replies.read(time.monotonic() + RECOVER_S)
+        except (ChannelTimeout, ChannelClosed, CodecError):
+            worker.kill()
+            self._workers[slot] = None
+            return {
+                "status": "ran",
+                "passed": 0,
+                "total": 0,
+                "timed_out": True,
+                "load_error": None,
+                "failures": ["worker overran its budget and was replaced"],
+            }
+        failures = [*outcome.get("failures", []), "the sandbox overran the outer budget and was killed"]
+        return {**outcome, "timed_out": True, "failures": failures}
+
+    def run(self, jobs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Outcomes of ``jobs``, in order; up to ``size`` run at once."""
+        with self._lock:
+            if len(jobs) <= 1 or self.size == 1:
+                return [self._run_one(0, job) for job in jobs]
+            results: list[dict[str, Any] | None] = [None] * len(jobs)
+            todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+            for index in range(len(jobs)):
+                todo.put(index)
+
+            def drain(slot: int) -> None:
+                while True:
+                    try:
+                        index = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    try:
+                        results[index] = self._run_one(slot, jobs[index])
+                    except Exception as exc:  # noqa: BLE001 - a pool bug becomes an error verdict
+                        results[index] = {
+                            "status": "error",
+                            "errors": [f"sandbox pool: {type(exc).__name__}: {exc}"],
+                        }
+
+            threads = [
+                threading.Thread(target=drain, args=(slot,), daemon=True)
+                for slot in range(min(self.size, len(jobs)))
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            return [
+                r if r is not None else {"status": "error", "errors": ["job was not run"]} for r in results
+            ]
+
+    def close(self) -> None:
+        """Stop every worker (idempotent)."""
+        with self._lock:
+            self._closed = True
+            for worker in self._workers:
+                if worker is not None:
+                    worker.close()
+            self._workers = [None] * self.size
+
+    def __enter__(self) -> SandboxPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_default: SandboxPool | None = None
+_default_lock = threading.Lock()
+
+
+def default_pool() -> SandboxPool:
+    """The process-wide pool that verifiers share unless given one (closed at exit)."""
+    global _default
+    with _default_lock:
+        if _default is None or _default._closed:
+            _default = SandboxPool()
+            atexit.register(_default.close)
+        return _default

@@ -1,0 +1,131 @@
+"""The untrusted side: runs inside the sandboxed child and answers the judge's requests.
+
+Nothing here is trusted. The submission runs in this process and may rewrite any of it; that is
+fine, because this side only ever *answers questions* ("call ``f`` with these arguments", "run
+the program on this stdin") with plain data. Whether an answer is right is decided by the judge
+(:mod:`verifiers.code.harness`) in another process, which the submission cannot reach.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+from verifiers.code.codec import ChannelClosed, CodecError, FrameReader, encode_value, write_frame
+
+MODULE, SCRIPT = "module", "script"
+
+
+class OutputLimitExceeded(Exception):
+    """The program printed more than its output budget."""
+
+
+class CountingSink(io.TextIOBase):
+    """stdout for module mode: output is never needed there, only bounded."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.count = limit, 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.count += len(text)
+        if self.count > self.limit:
+            raise OutputLimitExceeded(f"output exceeds {self.limit} characters")
+        return len(text)
+
+
+class CappedWriter(io.StringIO):
+    """stdout that refuses to grow past ``limit`` characters (a huge-output bomb stops here)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def write(self, text: str) -> int:
+        if self.tell() + len(text) > self.limit:
+            raise OutputLimitExceeded(f"output exceeds {self.limit} characters")
+        return super().write(text)
+
+
+def describe(exc: BaseException) -> dict[str, str]:
+    return {"exc": type(exc).__name__, "msg": str(exc)[:500]}
+
+
+def _run(body: Callable[[], None]) -> BaseException | None:
+    """Run ``body``; the exception it ended with (a clean ``exit()`` is not one)."""
+    try:
+        body()
+    except SystemExit as exc:
+        return exc if exc.code not in (None, 0) else None
+    except BaseException as exc:  # noqa: BLE001 - report every failure of model code
+        return exc
+    return None
+
+
+def _with_stdio(stdin: str, limit: int, body: Callable[[], None]) -> tuple[str, BaseException | None]:
+    """Run a script with ``stdin`` as its input; what it printed (capped) and how it ended."""
+    out = CappedWriter(limit)
+    sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, CountingSink(limit)
+    error = _run(body)
+    return out.getvalue(), error
+
+
+def serve(
+    code: types.CodeType,
+    make_globals: Callable[[str], dict[str, Any]],
+    mode: str,
+    output_limit: int,
+    request_fd: int,
+    reply_fd: int,
+) -> None:
+    """Load the program (module mode) and answer requests until the judge closes the channel."""
+    namespace: dict[str, Any] = {}
+    if mode == MODULE:  # one bounded sink for the whole run: module-mode output is never read
+        sys.stdin, sys.stdout, sys.stderr = (
+            io.StringIO(""),
+            CountingSink(output_limit),
+            CountingSink(output_limit),
+        )
+        namespace = make_globals("submission")
+        error = _run(lambda: exec(code, namespace))  # noqa: S102 - sandboxed
+        write_frame(reply_fd, {"ok": error is None, **(describe(error) if error else {})})
+    requests = FrameReader(request_fd, values=True)
+    while True:
+        try:
+            request = requests.read()
+        except (ChannelClosed, CodecError):
+            return
+        write_frame(reply_fd, _answer(request, code, make_globals, namespace, output_limit))
+
+
+def _answer(
+    request: dict[str, Any],
+    code: types.CodeType,
+    make_globals: Callable[[str], dict[str, Any]],
+    namespace: dict[str, Any],
+    output_limit: int,
+) -> dict[str, Any]:
+    if request.get("op") == "call":
+        function = namespace.get(request["name"])
+        if not callable(function):
+            return {"ok": False, "exc": "NameError", "msg": f"name {request['name']!r} is not defined"}
+        args, kwargs = request["args"], request["kwargs"]
+        result: dict[str, Any] = {}
+
+        def call() -> None:
+            result["value"] = encode_value(function(*args, **kwargs))
+
+        error = _run(call)
+        if error is None and "value" not in result:  # a clean exit() in the middle of a call
+            error = SystemExit(0)
+        return {"ok": False, **describe(error)} if error else {"ok": True, "value": result["value"]}
+    if request.get("op") == "main":
+        globals_ = make_globals("__main__")
+        stdout, error = _with_stdio(request["stdin"], output_limit, lambda: exec(code, globals_))  # noqa: S102
+        return {"ok": error is None, "stdout": stdout, **(describe(error) if error else {})}
+    return {"ok": False, "exc": "ValueError", "msg": f"unknown request {request.get('op')!r}"}

@@ -1,0 +1,326 @@
+"""Layer 2 of the code sandbox: one fresh OS process per submission, locked down before it runs.
+
+The *worker* (a long-lived, pre-imported process, see :mod:`verifiers.code.worker`) calls
+:func:`isolate_worker` once; each submission then runs in a child forked from it by :func:`spawn`:
+
+* namespaces, made once per worker: a network namespace with no interfaces up (no network at
+  all), and a mount namespace with private, size-capped tmpfs over the world-writable places
+  (``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run/lock``), emptied after every submission, so the
+  only places a submission can write are throw-away ones;
+* per child: its own session/process group, a throw-away working directory, a scrubbed
+  environment (``HOME`` is that directory), every inherited file descriptor closed but its two
+  pipe ends, rlimits on CPU seconds, address space, file size, open files, processes and core
+  dumps, ``no_new_privs``, a parent-death signal, and — when we are root — a user id of its own.
+
+Why a uid of its own: ``RLIMIT_NPROC`` is not enforced for root, and a process group is no wall
+(``setsid`` leaves it). A uid that nothing else uses makes ``RLIMIT_NPROC`` a real fork-bomb cap,
+makes ``kill(-1, SIGKILL)`` from that uid remove *every* process the submission made in one
+atomic sweep (:func:`kill_uid`), and stops the submission from signalling, tracing or reading
+``/proc`` of the worker or the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import os
+import resource
+import shutil
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
+MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV = 0x4000, 0x40000, 0x2, 0x4
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+
+UID_BASE = 1_000_000
+"""Sandbox uids are ``UID_BASE + worker pid``: unused by any account, unique per live worker."""
+
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+TMPFS_SIZE = "64m"
+CHILD_REQUEST_FD, CHILD_REPLY_FD = 3, 4
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits for one submission. Defaults suit HumanEval-sized problems."""
+
+    wall_s: float = 5.0
+    cpu_s: int = 5
+    memory_bytes: int = 1 << 30
+    file_bytes: int = 8 << 20
+    open_files: int = 32
+    processes: int = 8
+    output_bytes: int = 1 << 20
+
+
+@dataclass(slots=True)
+class Isolation:
+    """Which mechanisms are active in this worker (reported in verdict details and the bench)."""
+
+    network: str = "none"
+    filesystem: str = "shared /tmp"
+    uid: str = "same uid as the worker"
+    notes: list[str] = field(default_factory=list)
+    private_dirs: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "network": self.network,
+            "filesystem": self.filesystem,
+            "uid": self.uid,
+            "notes": list(self.notes),
+        }
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _unshare(flags: int) -> None:
+    _check(_libc.unshare(flags), "unshare")
+
+
+def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    _check(
+        _libc.mount(
+            source.encode(),
+            target.encode(),
+            fstype.encode() if fstype else None,
+            flags,
+            data.encode() if data else None,
+        ),
+        f"mount {target}",
+    )
+
+
+def prctl(option: int, value: int) -> None:
+    _check(_libc.prctl(option, value, 0, 0, 0), f"prctl({option})")
+
+
+def isolate_worker() -> Isolation:
+    """Enter private network and mount namespaces for this worker and all its children.
+
+    Done once, so no submission pays for namespace creation. Falls back step by step and
+    reports what it got: an unprivileged user+network namespace, or (last resort) an audit
+    hook in the child that refuses socket creation.
+    """
+    report = Isolation()
+    if os.geteuid() == 0:
+        try:
+            _unshare(CLONE_NEWNET | CLONE_NEWNS)
+            report.network = "network namespace (no interfaces up)"
+            _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
+            mounted = []
+            for path in PRIVATE_DIRS:
+                if os.path.isdir(path):
+                    _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMPFS_SIZE},mode=1777")
+                    mounted.append(path)
+            report.filesystem = f"private tmpfs over {', '.join(mounted)} (size {TMPFS_SIZE} each, wiped after every submission)"
+            report.private_dirs = mounted
+        except OSError as exc:
+            report.notes.append(f"namespaces unavailable as root: {exc}")
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
+        report.uid = f"one unprivileged uid per worker ({UID_BASE} + worker pid), rlimit NPROC enforced"
+    else:
+        try:
+            _unshare(CLONE_NEWUSER | CLONE_NEWNET)
+            report.network = "user + network namespace (no interfaces up)"
+        except OSError as exc:
+            report.notes.append(f"no network namespace: {exc}")
+        report.notes.append(
+            "not root: no per-submission uid, RLIMIT_NPROC counts all of this user's processes"
+        )
+        with contextlib.suppress(OSError):
+            prctl(PR_SET_CHILD_SUBREAPER, 1)
+    if report.network == "none":
+        report.network = "socket creation refused by an audit hook in the child"
+    prctl(PR_SET_DUMPABLE, 0)  # the worker's memory is not readable through /proc or ptrace
+    return report
+
+
+def wipe_private_dirs(isolation: Isolation) -> None:
+    """Empty the worker's *private* tmpfs mounts, so no submission sees what the last one left.
+
+    Only directories this worker mounted itself are touched (never a shared ``/tmp``).
+    """
+    for path in isolation.private_dirs:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+
+
+def sandbox_uid() -> int | None:
+    """The uid this worker's submissions run as (``None`` when not root: we cannot switch)."""
+    return UID_BASE + os.getpid() if os.geteuid() == 0 else None
+
+
+def _block_sockets() -> None:
+    """Last-resort network wall when no namespace was available (weaker: an in-process hook)."""
+
+    def hook(event: str, args: tuple[object, ...]) -> None:
+        if event.startswith("socket."):
+            raise PermissionError("network access is disabled in the sandbox")
+
+    sys.addaudithook(hook)
+
+
+def _lock_down(
+    limits: Limits, uid: int | None, workdir: str, request_fd: int, reply_fd: int, block_sockets: bool
+) -> None:
+    """Everything the child does to itself before any submission code runs."""
+    os.setsid()
+    # via fds above the targets, so neither dup2 can clobber the other pipe end
+    request_fd, reply_fd = (
+        fcntl.fcntl(request_fd, fcntl.F_DUPFD, 10),
+        fcntl.fcntl(reply_fd, fcntl.F_DUPFD, 10),
+    )
+    os.dup2(request_fd, CHILD_REQUEST_FD)
+    os.dup2(reply_fd, CHILD_REPLY_FD)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.closerange(CHILD_REPLY_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    os.chdir(workdir)
+    os.umask(0o077)
+    rlimits = {
+        resource.RLIMIT_CPU: (limits.cpu_s, limits.cpu_s + 1),
+        resource.RLIMIT_AS: (limits.memory_bytes, limits.memory_bytes),
+        resource.RLIMIT_FSIZE: (limits.file_bytes, limits.file_bytes),
+        resource.RLIMIT_NOFILE: (limits.open_files, limits.open_files),
+        resource.RLIMIT_CORE: (0, 0),
+    }
+    if uid is not None:
+        rlimits[resource.RLIMIT_NPROC] = (limits.processes, limits.processes)
+    for which, value in rlimits.items():
+        resource.setrlimit(which, value)
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid: a uid change clears it
+    if os.getppid() == 1:  # the worker died while we were setting up
+        os._exit(70)
+    os.environ.clear()
+    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": workdir})
+    if block_sockets:
+        _block_sockets()
+
+
+@dataclass(slots=True)
+class Sandbox:
+    """The worker's handle on one running submission process."""
+
+    pid: int
+    uid: int | None
+    request_fd: int
+    reply_fd: int
+
+    def close(self) -> int | None:
+        """Kill every process of the submission, reap them, close the pipes; the child's status.
+
+        Fast path: kill the child and reap it; if we (the subreaper) then have no children at
+        all, the submission left no descendants — every one would have been re-parented to us.
+        Otherwise sweep its uid with :func:`kill_uid` and reap until nothing is left.
+        """
+        for fd in (self.request_fd, self.reply_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        status = None
+        with contextlib.suppress(ChildProcessError):
+            _, status = os.waitpid(self.pid, 0)
+        if has_children():
+            if self.uid is not None:
+                kill_uid(self.uid)
+            else:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGKILL)
+            reap_orphans(block=self.uid is not None)
+        return status
+
+
+def has_children() -> bool:
+    """Whether this process has any child, alive or not yet reaped."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def spawn(
+    run: Callable[[int, int], None],
+    limits: Limits,
+    workdir: str,
+    *,
+    uid: int | None,
+    block_sockets: bool = False,
+) -> Sandbox:
+    """Fork a locked-down child that calls ``run(request_fd, reply_fd)`` and never returns."""
+    request_r, request_w = os.pipe()
+    reply_r, reply_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: nothing here may return into the worker's code
+        code = 71
+        try:
+            _lock_down(limits, uid, workdir, request_r, reply_w, block_sockets)
+            code = 0
+            run(CHILD_REQUEST_FD, CHILD_REPLY_FD)
+        except BaseException:  # noqa: BLE001 - the child must exit, whatever happened
+            pass
+        finally:
+            os._exit(code)
+    os.close(request_r)
+    os.close(reply_w)
+    return Sandbox(pid, uid, request_w, reply_r)
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process running as ``uid``, atomically: ``kill(-1)`` with that uid as ours.
+
+    ``kill(-1)`` walks the process table under a lock that ``fork`` also needs, so a fork bomb
+    cannot outrun it. The worker keeps a saved uid of 0 and switches straight back.
+    """
+    os.setresuid(uid, uid, 0)
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    finally:
+        os.setresuid(0, 0, 0)
+
+
+def reap_orphans(*, block: bool) -> None:
+    """Collect every descendant re-parented to us (we are the children's subreaper).
+
+    ``block=True`` after :func:`kill_uid`: everything is dying, so waiting until no child is
+    left proves none survived. Without a uid sweep we only collect what already exited.
+    """
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            return
+        except OSError as exc:
+            if exc.errno == errno.EINTR:
+                continue
+            raise
+        if pid == 0:
+            return

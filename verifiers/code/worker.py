@@ -1,0 +1,150 @@
+"""A warm worker: pre-imported, isolated once, forks one sandbox per submission and judges it.
+
+Started by :class:`verifiers.code.pool.SandboxPool` as ``python -m verifiers.code.worker``; jobs
+and outcomes travel as frames on its stdin/stdout. Being a separate program (not a fork of the
+host) it inherits none of the host's threads, memory or open files, so what a submission's
+fork inherits is small and known.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from verifiers.code import policy
+from verifiers.code.codec import ChannelClosed, FrameReader, write_frame
+from verifiers.code.harness import InvalidTests, Session, judge, mode_of, validate_tests
+from verifiers.code.runner import serve
+from verifiers.code.sandbox import (
+    PR_SET_CHILD_SUBREAPER,
+    PR_SET_PDEATHSIG,
+    Isolation,
+    Limits,
+    isolate_worker,
+    prctl,
+    sandbox_uid,
+    spawn,
+    wipe_private_dirs,
+)
+
+CACHED_SOURCE_CHARS = 20_000
+
+
+@functools.lru_cache(maxsize=256)
+def _compile_cached(source: str, restricted: bool) -> policy.PolicyResult:
+    return (policy.compile_submission if restricted else policy.compile_plain)(source)
+
+
+def compile_job(source: str, restricted: bool) -> policy.PolicyResult:
+    """The policy compile, memoised for short programs: GRPO groups often repeat a completion."""
+    if len(source) > CACHED_SOURCE_CHARS:
+        return (policy.compile_submission if restricted else policy.compile_plain)(source)
+    return _compile_cached(source, restricted)
+
+
+def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
+    """Policy check, then one sandboxed process judged to the end; always returns an outcome."""
+    try:
+        spec = validate_tests(job["tests"])
+    except InvalidTests as exc:
+        return {"status": "error", "errors": [str(exc)]}
+    limits = Limits(**job.get("limits", {}))
+    restricted = job.get("restricted", True)
+    compiled = compile_job(job["source"], bool(restricted))
+    if not compiled.ok:
+        return {
+            "status": "syntax" if compiled.syntax_error else "unsafe",
+            "errors": list(compiled.errors)[:5],
+        }
+    make_globals = policy.prepared_globals if restricted else policy.plain_globals
+    uid = sandbox_uid()
+    workdir = tempfile.mkdtemp(prefix="sandbox-")
+    if uid is not None:
+        os.chown(workdir, uid, uid)
+    deadline = time.monotonic() + limits.wall_s
+    block_sockets = isolation.network.startswith("socket")
+    sandbox = spawn(
+        lambda request_fd, reply_fd: serve(
+            compiled.code, make_globals, mode_of(spec), limits.output_bytes, request_fd, reply_fd
+        ),
+        limits,
+        workdir,
+        uid=uid,
+        block_sockets=block_sockets,
+    )
+    try:
+        outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline))
+    finally:
+        status = sandbox.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        wipe_private_dirs(isolation)
+    return {"status": "ran", **asdict(outcome), "exit_status": status}
+
+
+def supervise(worker: int) -> int:
+    """The parent of the worker: a subreaper that reaps everything left when the worker dies.
+
+    If the pool has to kill a wedged worker, its sandbox processes are orphaned; without this
+    they would be re-parented to init, which in some containers never reaps them (zombies).
+    Exits once the worker and every orphan are gone, with the worker's exit code.
+    """
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)  # the pool's pipes belong to the worker alone
+    os.dup2(devnull, 1)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    code = 0
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            return code
+        if pid == worker:
+            code = os.waitstatus_to_exitcode(status)
+
+
+def main() -> int:
+    """Fork the worker under a reaping supervisor; serve jobs until the pool closes our stdin."""
+    worker = os.fork()
+    if worker:
+        return supervise(worker)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    for fd in (in_fd, out_fd):
+        os.set_inheritable(fd, False)
+    missing = policy.preload_modules()
+    policy.prepare_globals("submission", "__main__")
+    gc.collect()
+    gc.freeze()  # forked children's GC then never touches (and copies) the worker's objects
+    isolation = isolate_worker()
+    if missing:
+        isolation.notes.append(f"allowed modules that failed to import: {', '.join(missing)}")
+    write_frame(out_fd, {"isolation": isolation.as_dict(), "pid": os.getpid()})
+    jobs = FrameReader(in_fd)
+    while True:
+        try:
+            job = jobs.read()
+        except ChannelClosed:
+            return 0
+        try:
+            outcome = run_job(job, isolation)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a verifier bug: report it, keep serving
+            outcome = {"status": "error", "errors": [f"{type(exc).__name__}: {exc}"]}
+        write_frame(out_fd, outcome)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
