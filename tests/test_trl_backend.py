@@ -243,3 +243,24 @@ def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path, tiny_model):
     from trainers.cli import main
 
     assert main(cli_train(tiny_model, tmp_path / "empty", "--resume")[3:]) == 2
+
+
+def test_any_env_object_trains_without_env_specific_backend_code(tmp_path):
+    """A user-authored env (the README's example) and a data-set env go through the same path."""
+    from tests.test_env_api import Capitals
+
+    for env in (Capitals(), envs.make("gsm8k")):
+        model = build_tiny_model(tmp_path / type(env).__name__ / "tiny", env)
+        config = GRPOConfig(
+            model=str(model),
+            max_steps=1,
+            num_generations=2,
+            prompts_per_step=2,
+            max_completion_length=8,
+            save_steps=100,
+            output_dir=str(tmp_path / type(env).__name__ / "run"),
+        )
+        result = train(env, config, backend="trl")
+        (row,) = read_metrics(result.output_dir)
+        names = {f"reward/{name}/mean" for name in env.rubric.normalized_weights}
+        assert names <= row.keys() and math.isfinite(row["reward/mean"])

@@ -11,8 +11,6 @@ from typing import Any
 import envs
 
 EXIT_ERROR = 2
-TINY_WARM_START = 40
-TINY_LEARNING_RATE = 5e-4
 EXIT_CHECK_FAILED = 1
 
 
@@ -90,28 +88,30 @@ def cmd_tiny_model(args: argparse.Namespace) -> int:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Run GRPO on an env; metrics, checkpoints, the model and a reward plot go to --output-dir."""
-    from trainers.config import GRPOConfig, LoraSettings
+    from trainers.config import TINY_DEMO, GRPOConfig, LoraSettings
     from trainers.train import train
 
-    tiny = args.model is None
+    # Without --model the tiny offline model trains under the demo settings; flags still win.
+    defaults = TINY_DEMO if args.model is None else {"warm_start_steps": 0, "learning_rate": 1e-6}
+    given = {
+        "max_steps": args.max_steps,
+        "num_generations": args.num_generations,
+        "prompts_per_step": args.prompts_per_step,
+        "max_completion_length": args.max_completion_length,
+        "learning_rate": args.learning_rate,
+        "warm_start_steps": args.warm_start_steps,
+    }
     config = GRPOConfig(
         model=args.model,
         env_id=args.env,
         env_kwargs=parse_env_args(args.env_arg),
-        max_steps=args.max_steps,
         output_dir=args.output_dir or f"runs/{args.env.replace('/', '_')}",
-        num_generations=args.num_generations,
-        prompts_per_step=args.prompts_per_step,
-        max_completion_length=args.max_completion_length,
-        learning_rate=args.learning_rate or (TINY_LEARNING_RATE if tiny else 1e-6),
         beta=args.beta,
-        warm_start_steps=args.warm_start_steps
-        if args.warm_start_steps is not None
-        else (TINY_WARM_START if tiny else 0),
         lora=LoraSettings(r=args.lora_r) if args.lora_r else None,
         liger_loss=args.liger_loss,
         save_steps=args.save_steps,
         seed=args.seed,
+        **{**defaults, **{k: v for k, v in given.items() if v is not None}},
     )
     if config.warm_start_steps:
         print(
@@ -168,12 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
     p.add_argument("--model", default=None, help="HF model path or hub id (default: the tiny offline model)")
     p.add_argument("--backend", default="auto", help="training backend (default: chosen from the hardware)")
-    p.add_argument("--max-steps", type=int, default=100)
+    p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--output-dir", default=None, help="default runs/ENV")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output-dir")
-    p.add_argument("--num-generations", type=int, default=8, help="completions per prompt (group size)")
-    p.add_argument("--prompts-per-step", type=int, default=4)
-    p.add_argument("--max-completion-length", type=int, default=32)
+    p.add_argument("--num-generations", type=int, default=None, help="completions per prompt (group size)")
+    p.add_argument("--prompts-per-step", type=int, default=None)
+    p.add_argument("--max-completion-length", type=int, default=None)
     p.add_argument("--learning-rate", type=float, default=None)
     p.add_argument("--beta", type=float, default=0.0, help="KL coefficient")
     p.add_argument(

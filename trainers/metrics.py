@@ -135,7 +135,7 @@ def plot_rewards(run_dir: str | Path, out_name: str = "reward_curve.png") -> Pat
     ax.set_ylabel("reward")
     ax.set_ylim(-0.05, 1.05)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper left")
     ax.set_title(f"GRPO on {Path(run_dir).name}")
     fig.tight_layout()
     path = Path(run_dir) / out_name
