@@ -175,11 +175,20 @@ def metrics_callback(writer: MetricsWriter):
 
 
 def last_checkpoint(output_dir: str | Path) -> Path | None:
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest *complete* ``checkpoint-N`` (one a kill interrupted mid-save is skipped).
 
+    ``trainer_state.json`` is the last file the Trainer writes into a checkpoint.
+    """
     directory = Path(output_dir)
-    found = get_last_checkpoint(str(directory)) if directory.is_dir() else None
-    return Path(found) if found else None
+    if not directory.is_dir():
+        return None
+    steps = [
+        (int(p.name.rsplit("-", 1)[1]), p)
+        for p in directory.glob("checkpoint-*")
+        if p.name.rsplit("-", 1)[1].isdigit()
+    ]
+    complete = [(step, p) for step, p in steps if (p / "trainer_state.json").is_file()]
+    return max(complete)[1] if complete else None
 
 
 def train(

@@ -183,7 +183,7 @@ def cli_train(model, out, *extra):
         "--output-dir",
         str(out),
         "--max-steps",
-        "8",
+        "40",
         "--save-steps",
         "2",
         "--num-generations",
@@ -234,7 +234,7 @@ def test_a_killed_run_resumes_with_the_same_data_order_and_no_lost_metrics(tmp_p
     )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     rows = read_metrics(run_dir)
-    assert [r["step"] for r in rows] == list(range(1, 9)), "steps must continue, each logged once"
+    assert [r["step"] for r in rows] == list(range(1, 41)), "steps must continue, each logged once"
     assert [r["reward/mean"] for r in rows] == [r["reward/mean"] for r in whole], "resumed run saw other data"
     assert (run_dir / "final" / "model.safetensors").is_file()
 
@@ -264,3 +264,13 @@ def test_any_env_object_trains_without_env_specific_backend_code(tmp_path):
         (row,) = read_metrics(result.output_dir)
         names = {f"reward/{name}/mean" for name in env.rubric.normalized_weights}
         assert names <= row.keys() and math.isfinite(row["reward/mean"])
+
+
+def test_last_checkpoint_skips_one_interrupted_mid_save(tmp_path):
+    for step, complete in ((2, True), (4, True), (6, False), (10, False)):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        if complete:
+            (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-tmp").mkdir()
+    assert trl_backend.last_checkpoint(tmp_path) == tmp_path / "checkpoint-4"
+    assert trl_backend.last_checkpoint(tmp_path / "missing") is None
