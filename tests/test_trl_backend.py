@@ -223,8 +223,7 @@ def test_a_killed_run_resumes_with_the_same_data_order_and_no_lost_metrics(tmp_p
         assert process.poll() is None and time.monotonic() < deadline, (
             "run ended before its checkpoint at step 4"
         )
-        time.sleep(0.2)
-    time.sleep(0.5)
+        time.sleep(0.05)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=60)
     assert not (run_dir / "final").exists(), "the run finished before it was killed"
