@@ -6,7 +6,7 @@
 >>> obs, reward, terminated, truncated, info = env.step("<answer>42</answer>")
 """
 
-from envs.checker import EnvCheckError, check_env
+from envs.checker import CHECK_NAMES, EnvCheckError, check_env
 from envs.env import EnvStateError, SingleTurnEnv
 from envs.registration import (
     ENTRY_POINT_GROUP,
@@ -33,6 +33,7 @@ register("mbpp", "envs.mbpp:MbppEnv")
 load_plugins()
 
 __all__ = [
+    "CHECK_NAMES",
     "ENTRY_POINT_GROUP",
     "AnyText",
     "ChatMessages",

@@ -147,6 +147,10 @@ CHECKS: tuple[Callable[[SingleTurnEnv, int], None], ...] = (
 )
 
 
+CHECK_NAMES: tuple[str, ...] = tuple(check.__name__.removeprefix("check_") for check in CHECKS)
+"""The rule names ``check_env`` reports, in the order it checks them."""
+
+
 def check_env(env: SingleTurnEnv, n_tasks: int = 8) -> list[str]:
     """Run every check on ``env`` (``n_tasks`` tasks per split); returns the names that passed.
 

@@ -30,14 +30,7 @@ def math500() -> MATH500Env:
 
 
 def test_check_env_gsm8k(gsm8k: GSM8KEnv) -> None:
-    assert envs.check_env(gsm8k, n_tasks=16) == [
-        "spaces",
-        "reset",
-        "determinism",
-        "step",
-        "oracle",
-        "wrong_answers",
-    ]
+    assert envs.check_env(gsm8k, n_tasks=16) == list(envs.CHECK_NAMES)
 
 
 def test_check_env_math500(math500: MATH500Env) -> None:

@@ -249,16 +249,9 @@ def test_any_env_object_trains_without_env_specific_backend_code(tmp_path):
     from tests.test_env_api import Capitals
 
     for env in (Capitals(), envs.make("gsm8k")):
-        model = build_tiny_model(tmp_path / type(env).__name__ / "tiny", env)
-        config = GRPOConfig(
-            model=str(model),
-            max_steps=1,
-            num_generations=2,
-            prompts_per_step=2,
-            max_completion_length=8,
-            save_steps=100,
-            output_dir=str(tmp_path / type(env).__name__ / "run"),
-        )
+        folder = tmp_path / type(env).__name__
+        model = build_tiny_model(folder / "tiny", env)
+        config = tiny_config(folder, model, max_steps=1, num_generations=2, max_completion_length=8)
         result = train(env, config, backend="trl")
         (row,) = read_metrics(result.output_dir)
         names = {f"reward/{name}/mean" for name in env.rubric.normalized_weights}
