@@ -79,7 +79,7 @@ class GRPOConfig:
     chunked_logps: bool = True
     logps_token_chunk: int = 1024
     logps_vocab_chunk: int = 8192
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool = True
     offload_activations: bool = True
     max_steps: int = 100
     warm_start_steps: int = 0
