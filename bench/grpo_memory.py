@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -295,6 +296,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--configs", default=None, help=f"comma-separated subset of {list(CONFIGS)}")
     parser.add_argument("--search-batch", action="store_true", help="GPU: binary-search the largest batch")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="CPU: configurations run at once (peak RSS is per process; step times then share the cores)",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per configuration")
     parser.add_argument("--out", type=Path, default=Path("grpo_memory.json"))
     args = parser.parse_args(argv)
@@ -302,6 +309,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(json.loads(args.child))))
         return 0
 
+    for name in ("prompt_len", "completion_len", "prompts_per_step", "steps", "jobs"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1")
+    names = list(CONFIGS) if args.configs is None else args.configs.split(",")
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown configs {unknown}; choose from {list(CONFIGS)}")
     import torch
 
     cuda = torch.cuda.is_available() and not args.cpu_proxy
@@ -309,23 +323,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no GPU here: use --cpu-proxy")
     if args.search_batch and not cuda:
         parser.error("--search-batch needs a GPU (a CPU has no memory wall to search for)")
-    for name in ("prompt_len", "completion_len", "prompts_per_step", "steps"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1")
-    names = list(CONFIGS) if args.configs is None else args.configs.split(",")
-    unknown = [n for n in names if n not in CONFIGS]
-    if unknown:
-        parser.error(f"unknown configs {unknown}; choose from {list(CONFIGS)}")
+    if cuda and args.jobs > 1:
+        parser.error("--jobs > 1 would share one GPU between configurations; use --jobs 1")
     if not cuda:
         names = [n for n in names if n not in CPU_SKIPS]
     arch = "cpu-proxy" if args.cpu_proxy else args.model
 
-    records = []
     with tempfile.TemporaryDirectory(prefix="grpo-memory-") as tmp:
         started = time.perf_counter()
         model = build_model(Path(tmp) / "model", arch, cuda=cuda)
         print(f"model {arch} (vocab {VOCAB}) built in {time.perf_counter() - started:.1f} s", flush=True)
-        for name in names:
+
+        def measure(name: str) -> dict[str, Any] | None:
             spec = {
                 "config": name,
                 "model": str(model),
@@ -339,16 +348,20 @@ def main(argv: list[str] | None = None) -> int:
             record = run_child(spec, args.timeout)
             if record is None:
                 print(f"{name}: out of memory at batch {args.prompts_per_step * GROUP}", flush=True)
-                continue
+                return None
             record["model"] = arch
+            record["concurrent_jobs"] = args.jobs
             if args.search_batch:
                 record["max_batch"] = largest_batch(spec, args.timeout)
-            records.append(record)
             print(
                 f"{name}: peak {record['peak_bytes'] / 2**20:.0f} MB, step {record['step_s']:.2f} s "
                 f"({time.perf_counter() - started:.0f} s wall)",
                 flush=True,
             )
+            return record
+
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            records = [r for r in pool.map(measure, names) if r is not None]
     ratios(records)
     print(table(records))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ def test_the_bench_measures_each_configuration_in_its_own_process_and_prints_rat
     out = tmp_path / "figures.json"
     proc = subprocess.run(
         [sys.executable, str(BENCH), "--cpu-proxy", "--prompt-len", "8", "--completion-len", "8"]
-        + ["--steps", "2", "--configs", "vanilla,ours", "--out", str(out)],
+        + ["--steps", "1", "--configs", "vanilla,ours", "--jobs", "2", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=600,
