@@ -24,8 +24,8 @@ def available() -> tuple[bool, str]:
     return True, "Liger chunked GRPO loss"
 
 
-def liger_trainer_class() -> type:
-    """A ``GRPOTrainer`` subclass whose training loss is Liger's chunked fused-linear GRPO loss."""
+def liger_trainer_class(base: type | None = None) -> type:
+    """``base`` (default TRL's ``GRPOTrainer``) with Liger's chunked fused-linear GRPO loss as its loss."""
     ok, why = available()
     if not ok:
         raise RuntimeError(f"liger_loss=True but {why}")
@@ -33,7 +33,7 @@ def liger_trainer_class() -> type:
     from liger_kernel.chunked_loss import LigerFusedLinearGRPOLoss
     from trl import GRPOTrainer
 
-    class LigerGRPOTrainer(GRPOTrainer):
+    class LigerGRPOTrainer(base or GRPOTrainer):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             a = self.args
@@ -90,5 +90,5 @@ def last_hidden_states(model: Any, input_ids: Any, attention_mask: Any, keep: in
     if hasattr(base, "get_base_model"):  # PEFT: the adapted model, with LoRA layers in place
         base = base.get_base_model()
     decoder = base.get_decoder() if hasattr(base, "get_decoder") else base.model
-    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
     return hidden[:, :-1, :][:, -keep:, :]

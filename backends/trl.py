@@ -135,6 +135,7 @@ def trl_config(config: GRPOConfig, rewards: EnvRewards, **overrides: Any):
         remove_unused_columns=False,
         log_completions=False,
         disable_tqdm=False,
+        gradient_checkpointing=config.gradient_checkpointing,
     )
     kwargs.update(overrides)
     return TRLGRPOConfig(**kwargs)
@@ -191,6 +192,29 @@ def last_checkpoint(output_dir: str | Path) -> Path | None:
     return max(complete)[1] if complete else None
 
 
+def trainer_class_for(config: GRPOConfig, base: Any = None) -> type:
+    """The trainer class a run uses: ``base`` (default TRL's ``GRPOTrainer``), Liger's loss if
+    ``config.liger_loss``, and the memory path of ``backends/memory.py`` as the config switches it."""
+    from trl import GRPOTrainer
+
+    trainer_class = base or GRPOTrainer
+    if config.liger_loss:
+        from backends.liger import liger_trainer_class
+
+        trainer_class = liger_trainer_class(trainer_class)
+    if config.chunked_logps or config.offload_activations:
+        from backends.memory import memory_trainer_class
+
+        trainer_class = memory_trainer_class(
+            trainer_class,
+            chunked_logps=config.chunked_logps,
+            offload_activations=config.offload_activations,
+            token_chunk=config.logps_token_chunk,
+            vocab_chunk=config.logps_vocab_chunk,
+        )
+    return trainer_class
+
+
 def train(
     env: SingleTurnEnv,
     config: GRPOConfig,
@@ -208,12 +232,9 @@ def train(
     ok, why = available()
     if not ok:
         raise RuntimeError(f"trl backend unavailable: {why}")
-    if config.liger_loss:
-        from backends.liger import liger_trainer_class
-
-        trainer_class = liger_trainer_class()
     from transformers import AutoTokenizer
-    from trl import GRPOTrainer
+
+    trainer_class = trainer_class_for(config, trainer_class)
 
     output_dir = Path(config.output_dir)
     checkpoint = last_checkpoint(output_dir) if resume else None
@@ -229,7 +250,7 @@ def train(
         truncate_metrics(output_dir, int(checkpoint.name.rsplit("-", 1)[-1]))
     else:
         writer.path.unlink(missing_ok=True)
-    trainer = (trainer_class or GRPOTrainer)(
+    trainer = trainer_class(
         model=str(model),
         reward_funcs=rewards.functions(),
         args=trl_config(config, rewards, **trl_overrides),

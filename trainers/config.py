@@ -51,6 +51,12 @@ class GRPOConfig:
     ``model=None`` means the tiny offline model built for the env (see ``rlvr-gym tiny-model``);
     ``warm_start_steps`` runs that many supervised steps on the env's reference answers before
     GRPO (a stated shortcut so a tiny model has something to reinforce).
+
+    Memory path (``backends/memory.py``; each switch exists so ``bench/grpo_memory.py`` can
+    measure what it saves): ``chunked_logps`` scores completion tokens in tiles of
+    ``logps_token_chunk × logps_vocab_chunk`` logits for the policy, old-policy and reference
+    passes; ``gradient_checkpointing`` recomputes layer activations in backward;
+    ``offload_activations`` keeps the activations saved for backward in CPU memory (GPU only).
     """
 
     model: str | None = None
@@ -70,6 +76,11 @@ class GRPOConfig:
     scale_rewards: ScaleRewards = "group"
     lora: LoraSettings | None = None
     liger_loss: bool = False
+    chunked_logps: bool = True
+    logps_token_chunk: int = 1024
+    logps_vocab_chunk: int = 8192
+    gradient_checkpointing: bool = True
+    offload_activations: bool = True
     max_steps: int = 100
     warm_start_steps: int = 0
     warm_start_learning_rate: float = 3e-3
@@ -90,6 +101,8 @@ class GRPOConfig:
             "max_steps",
             "logging_steps",
             "save_steps",
+            "logps_token_chunk",
+            "logps_vocab_chunk",
         )
         for name in positive:
             value = getattr(self, name)
