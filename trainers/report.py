@@ -42,7 +42,16 @@ def make_plots(run_dir: str | Path) -> tuple[dict[str, Path], list[str]]:
     out = run_dir / PLOTS_DIR
     out.mkdir(exist_ok=True)
     views: dict[str, tuple[dict[str, str], str, tuple[float, float] | None]] = {
-        "reward": ({k.removesuffix("/mean"): k for k in reward_keys(rows)}, "reward", (-0.05, 1.05)),
+        "reward": (
+            {"total": "reward/mean"}
+            | {
+                k.removeprefix("reward/").removesuffix("/mean"): k
+                for k in reward_keys(rows)
+                if k != "reward/mean"
+            },
+            "reward (total and per verifier)",
+            (-0.05, 1.05),
+        ),
         "accuracy": ({"accuracy": "accuracy"}, "fraction passed", (-0.05, 1.05)),
         "completion_length": ({"completion length": "completion_length"}, "tokens", None),
         "kl_entropy": ({"KL": "kl", "entropy": "entropy"}, "nats", None),
