@@ -256,9 +256,12 @@ def evaluate(
         resumed = sum(1 for key in log.rows if key[0] == split and key[1] < len(tasks))
         generated = 0
         gen_s = verify_s = 0.0
-        started = time.perf_counter()
+        load_s = 0.0
         if todo and sampler is None:
+            t0 = time.perf_counter()
             sampler = make_sampler(model, engine, max_new_tokens=max_new_tokens, temperature=temperature)
+            load_s = time.perf_counter() - t0
+        started = time.perf_counter()  # throughput counts sampling and scoring, not model loading
         bar = _progress(total=len(tasks) * n, initial=resumed, desc=f"eval {env_id}", enabled=progress)
         try:
             for index, samples in todo:
@@ -298,6 +301,7 @@ def evaluate(
         "this_session": {
             "rollouts_scored": generated,
             "rollouts_resumed": resumed,
+            "load_s": round(load_s, 3),
             "wall_s": round(wall, 3),
             "generate_s": round(gen_s, 3),
             "verify_s": round(verify_s, 3),
