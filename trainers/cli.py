@@ -131,6 +131,57 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Sample --n completions per task, score them, print accuracy/pass@k/rewards/reasons."""
+    from trainers.evaluate import evaluate
+
+    if args.model is None:
+        raise CliError("--model is required (a Hugging Face model path or hub id; see rlvr-gym tiny-model)")
+    env = envs.make(args.env, **parse_env_args(args.env_arg))
+    result = evaluate(
+        env,
+        args.model,
+        n=args.n,
+        k=args.k or ([1, args.n] if args.n > 1 else [1]),
+        split=args.split or ("test" if "test" in env.splits else env.splits[0]),
+        limit=args.limit,
+        output_dir=args.output_dir or f"runs/eval-{args.env.replace('/', '_')}",
+        engine=args.engine,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        seed=args.seed,
+        fresh=args.fresh,
+        progress=not args.no_progress,
+    )
+    s = result.summary
+    session = s["this_session"]
+    print(f"{s['env']} {s['split']}: {s['tasks']} tasks x {s['n']} samples ({s['engine'] or 'all resumed'})")
+    print(f"accuracy {s['accuracy']:.4f}  " + "  ".join(f"{k} {v:.4f}" for k, v in s["pass@k"].items()))
+    rewards = {k: v for k, v in s.items() if k.startswith("reward/")}
+    print("  ".join(f"{k} {v:.4f}" for k, v in rewards.items()))
+    print("reasons: " + ", ".join(f"{k}={v}" for k, v in s["reasons"].items()))
+    print(
+        f"scored {session['rollouts_scored']} rollouts this run, resumed {session['rollouts_resumed']}"
+        + (f", {session['rollouts_per_s']} rollouts/s" if session["rollouts_per_s"] else "")
+    )
+    print(f"rollouts: {result.output_dir / 'rollouts.jsonl'}")
+    print(f"summary:  {result.output_dir / 'summary.json'}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """PNG plots of RUN_DIR's metrics and an HTML page with them and sample rollouts."""
+    from trainers.report import build_report
+
+    report = build_report(args.run_dir, samples=args.samples)
+    for name, path in report.plots.items():
+        print(f"plot {name}: {path}")
+    for name in report.missing:
+        print(f"plot {name}: not logged in this run")
+    print(f"page: {report.page}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr-gym", description="Verifiable-reward environments for GRPO.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -186,6 +237,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save-steps", type=int, default=25)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_train)
+
+    p = sub.add_parser("eval", help="sample completions on an env's tasks, score them, report pass@k")
+    p.add_argument("--env", required=True, metavar="ID")
+    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
+    p.add_argument("--model", default=None, help="HF model path or hub id")
+    p.add_argument("--n", type=int, default=4, help="samples per task (default 4)")
+    p.add_argument(
+        "--k", type=int, action="append", default=None, help="pass@k to report, repeatable (default 1 and n)"
+    )
+    p.add_argument("--split", default=None, help="default: test when the env has it")
+    p.add_argument("--limit", type=int, default=None, help="evaluate only the first N tasks")
+    p.add_argument(
+        "--output-dir", default=None, help="default runs/eval-ENV; an existing eval there is resumed"
+    )
+    p.add_argument("--engine", default="auto", choices=["auto", "transformers", "vllm"])
+    p.add_argument("--max-new-tokens", type=int, default=256)
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fresh", action="store_true", help="discard an earlier eval in --output-dir")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(run=cmd_eval)
+
+    p = sub.add_parser("report", help="PNG plots and an HTML page of a training run")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--samples", type=int, default=8, help="sample rollouts per rollout log (default 8)")
+    p.set_defaults(run=cmd_report)
     return parser
 
 

@@ -115,30 +115,66 @@ class MetricsWriter:
             )
 
 
-def plot_rewards(run_dir: str | Path, out_name: str = "reward_curve.png") -> Path | None:
-    """A PNG of total and per-component reward and accuracy per step; ``None`` without metrics."""
-    rows = [r for r in read_metrics(run_dir) if "reward/mean" in r]
-    if not rows:
+def reward_keys(rows: list[dict[str, Any]]) -> list[str]:
+    """``reward/mean`` and every ``reward/<component>/mean`` logged in ``rows``, sorted."""
+    return sorted({k for r in rows for k in r if k.startswith("reward/") and k.endswith("/mean")})
+
+
+def plot_series(
+    rows: list[dict[str, Any]],
+    series: dict[str, str],
+    path: str | Path,
+    *,
+    title: str,
+    ylabel: str,
+    ylim: tuple[float, float] | None = None,
+    dashed: tuple[str, ...] = (),
+) -> Path | None:
+    """A PNG of ``series`` (legend label -> metrics key) against step; ``None`` if none was logged."""
+    present = {label: key for label, key in series.items() if any(key in r for r in rows)}
+    if not present:
         return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    steps = [r["step"] for r in rows]
     fig, ax = plt.subplots(figsize=(7, 4))
-    for key in sorted({k for r in rows for k in r if k.startswith("reward/") and k.endswith("/mean")}):
-        ax.plot(steps, [r.get(key) for r in rows], label=key.removesuffix("/mean"))
-    if any("accuracy" in r for r in rows):
-        ax.plot(steps, [r.get("accuracy") for r in rows], label="accuracy", linestyle="--")
+    for label, key in present.items():
+        points = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), int | float)]
+        ax.plot(
+            [s for s, _ in points],
+            [v for _, v in points],
+            label=label,
+            linestyle="--" if label in dashed else "-",
+        )
     ax.set_xlabel("step")
-    ax.set_ylabel("reward")
-    ax.set_ylim(-0.05, 1.05)
+    ax.set_ylabel(ylabel)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left")
-    ax.set_title(f"GRPO on {Path(run_dir).name}")
+    ax.set_title(title)
     fig.tight_layout()
-    path = Path(run_dir) / out_name
+    path = Path(path)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_rewards(run_dir: str | Path, out_name: str = "reward_curve.png") -> Path | None:
+    """A PNG of total and per-component reward and accuracy per step; ``None`` without metrics."""
+    rows = [r for r in read_metrics(run_dir) if "reward/mean" in r]
+    if not rows:
+        return None
+    series = {key.removesuffix("/mean"): key for key in reward_keys(rows)}
+    series["accuracy"] = "accuracy"
+    return plot_series(
+        rows,
+        series,
+        Path(run_dir) / out_name,
+        title=f"GRPO on {Path(run_dir).name}",
+        ylabel="reward",
+        ylim=(-0.05, 1.05),
+        dashed=("accuracy",),
+    )

@@ -1,0 +1,319 @@
+"""``evaluate(env, model, n, k)``: sample completions, score them with the env, summarise.
+
+Generation uses transformers ``generate`` (any machine); vLLM is used only when it is installed
+and a CUDA GPU is present, and asking for it elsewhere is refused with the reason. Every scored
+rollout is appended to ``rollouts.jsonl`` at once, so an interrupted eval resumes where it
+stopped without re-scoring anything; ``summary.json`` holds accuracy, unbiased pass@k, mean
+reward per verifier component and verdict-reason counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import envs
+from envs import SingleTurnEnv
+from envs.env import Observation
+from trainers.passk import mean_pass_at_k
+from trainers.rollouts import ROLLOUTS_FILE, RolloutLog
+
+SUMMARY_FILE = "summary.json"
+SETTINGS_FILE = "eval_settings.json"
+ENGINES = ("auto", "transformers", "vllm")
+
+
+class Sampler(Protocol):
+    """Draws ``n`` completions for one prompt; the same ``seed`` gives the same completions."""
+
+    engine: str
+
+    def sample(self, prompt: Observation, n: int, seed: int) -> list[str]: ...
+
+
+@dataclass
+class EvalResult:
+    """What an eval left behind: its folder, the summary dict and every rollout row."""
+
+    output_dir: Path
+    summary: dict[str, Any]
+    rollouts: list[dict[str, Any]]
+
+
+def vllm_available() -> tuple[bool, str]:
+    """vLLM generates only with the package installed and a CUDA GPU present."""
+    if importlib.util.find_spec("vllm") is None:
+        return False, "vllm is not installed (pip install 'rlvr-gym[vllm]')"
+    import torch
+
+    if not torch.cuda.is_available():
+        return False, "vLLM generation needs a CUDA GPU and none is visible"
+    return True, "vLLM on CUDA"
+
+
+def prompt_text(tokenizer: Any, prompt: Observation) -> str:
+    """Chat messages through the model's chat template (with the generation prompt); text as is."""
+    if isinstance(prompt, str):
+        return prompt
+    return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+
+
+class TransformersSampler:
+    """Sampling with ``model.generate``: n return sequences per prompt, seeded per prompt."""
+
+    engine = "transformers"
+
+    def __init__(self, model: str | Path, *, max_new_tokens: int, temperature: float) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.torch = torch
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        dtype = torch.bfloat16 if self.device == "cuda" else torch.float32
+        self.tokenizer = AutoTokenizer.from_pretrained(str(model))
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = AutoModelForCausalLM.from_pretrained(str(model), dtype=dtype).to(self.device).eval()
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+
+    def sample(self, prompt: Observation, n: int, seed: int) -> list[str]:
+        torch = self.torch
+        encoded = self.tokenizer(
+            prompt_text(self.tokenizer, prompt), return_tensors="pt", add_special_tokens=False
+        ).to(self.device)
+        torch.manual_seed(seed)
+        sampling = {"do_sample": True, "temperature": self.temperature} if self.temperature > 0 else {}
+        with torch.no_grad():
+            out = self.model.generate(
+                **encoded,
+                max_new_tokens=self.max_new_tokens,
+                num_return_sequences=n,
+                pad_token_id=self.tokenizer.pad_token_id,
+                do_sample=bool(sampling),
+                **{k: v for k, v in sampling.items() if k != "do_sample"},
+            )
+        new = out[:, encoded["input_ids"].shape[1] :]
+        return self.tokenizer.batch_decode(new, skip_special_tokens=True)
+
+
+class VLLMSampler:
+    """Sampling with vLLM's offline ``LLM.generate`` (CUDA only; see :func:`vllm_available`)."""
+
+    engine = "vllm"
+
+    def __init__(self, model: str | Path, *, max_new_tokens: int, temperature: float) -> None:
+        ok, why = vllm_available()
+        if not ok:
+            raise RuntimeError(f"cannot evaluate with vLLM here: {why}")
+        from vllm import LLM
+
+        self.llm = LLM(model=str(model))
+        self.tokenizer = self.llm.get_tokenizer()
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+
+    def sample(self, prompt: Observation, n: int, seed: int) -> list[str]:
+        from vllm import SamplingParams
+
+        params = SamplingParams(n=n, temperature=self.temperature, max_tokens=self.max_new_tokens, seed=seed)
+        (result,) = self.llm.generate([prompt_text(self.tokenizer, prompt)], params, use_tqdm=False)
+        return [choice.text for choice in result.outputs]
+
+
+def make_sampler(
+    model: str | Path, engine: str = "auto", *, max_new_tokens: int, temperature: float
+) -> Sampler:
+    """``auto``: vLLM where it can run, else transformers. ``vllm`` elsewhere is refused."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose from {list(ENGINES)}")
+    if engine == "vllm" or (engine == "auto" and vllm_available()[0]):
+        return VLLMSampler(model, max_new_tokens=max_new_tokens, temperature=temperature)
+    return TransformersSampler(model, max_new_tokens=max_new_tokens, temperature=temperature)
+
+
+def task_seed(seed: int, split: str, index: int) -> int:
+    """A per-task seed, so a resumed eval draws the same completions the first run would have."""
+    digest = hashlib.sha256(f"{seed}:{split}:{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
+def summarise(rows: Sequence[dict[str, Any]], n: int, ks: Sequence[int]) -> dict[str, Any]:
+    """Accuracy, pass@k, mean reward (total and per component) and reason counts of ``rows``."""
+    if not rows:
+        raise ValueError("no rollouts to summarise")
+    per_task: dict[tuple[str, int], list[bool]] = {}
+    for row in rows:
+        per_task.setdefault((row["split"], row["index"]), []).append(bool(row["verdict"]["passed"]))
+    complete = [(len(p), sum(p)) for p in per_task.values() if len(p) == n]
+    scores = [row["verdict"]["score"] for row in rows]
+    component_scores: dict[str, list[float]] = {}
+    component_reasons: dict[str, Counter[str]] = {}
+    for row in rows:
+        details = row["verdict"].get("details") or {}
+        for name, score in (details.get("scores") or {}).items():
+            component_scores.setdefault(name, []).append(float(score))
+        for name, reason in (details.get("reasons") or {}).items():
+            component_reasons.setdefault(name, Counter())[reason] += 1
+    summary: dict[str, Any] = {
+        "tasks": len(per_task),
+        "rollouts": len(rows),
+        "accuracy": sum(row["verdict"]["passed"] for row in rows) / len(rows),
+        "pass@k": {f"pass@{k}": mean_pass_at_k(complete, k) for k in ks} if complete else {},
+        "reward/mean": sum(scores) / len(scores),
+        "reasons": dict(Counter(row["verdict"]["reason"] for row in rows).most_common()),
+    }
+    for name, values in sorted(component_scores.items()):
+        summary[f"reward/{name}/mean"] = sum(values) / len(values)
+    if component_reasons:
+        summary["component_reasons"] = {
+            n: dict(c.most_common()) for n, c in sorted(component_reasons.items())
+        }
+    return summary
+
+
+def _check_settings(output_dir: Path, settings: dict[str, Any]) -> None:
+    """A resumed eval must continue the same eval: refuse a folder made with other settings."""
+    path = output_dir / SETTINGS_FILE
+    if path.is_file():
+        before = json.loads(path.read_text())
+        changed = sorted(k for k in settings if before.get(k) != settings[k])
+        if changed:
+            raise ValueError(
+                f"{output_dir} holds an eval with other settings ({', '.join(changed)} differ); "
+                "use another output dir or fresh=True (--fresh)"
+            )
+    else:
+        path.write_text(json.dumps(settings, indent=2) + "\n")
+
+
+def evaluate(
+    env: SingleTurnEnv | str,
+    model: str | Path,
+    n: int = 4,
+    k: int | Sequence[int] = 1,
+    *,
+    split: str = "test",
+    limit: int | None = None,
+    output_dir: str | Path = "runs/eval",
+    engine: str = "auto",
+    max_new_tokens: int = 256,
+    temperature: float = 1.0,
+    seed: int = 0,
+    fresh: bool = False,
+    progress: bool = True,
+    sampler: Sampler | None = None,
+) -> EvalResult:
+    """Evaluate ``model`` on the first ``limit`` tasks of ``split``: ``n`` samples per task.
+
+    Resumes from ``output_dir/rollouts.jsonl`` unless ``fresh``; rollouts already there are
+    neither regenerated nor re-scored. Returns the summary (also written to ``summary.json``).
+    """
+    ks = [k] if isinstance(k, int) else list(k)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n (samples per task) must be an integer >= 1, got {n!r}")
+    for value in ks:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= n:
+            raise ValueError(f"k must be integers in [1, n={n}], got {value!r}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    if max_new_tokens < 1 or temperature < 0:
+        raise ValueError(
+            f"need max_new_tokens >= 1 and temperature >= 0, got {max_new_tokens}, {temperature}"
+        )
+    env_obj = envs.make(env) if isinstance(env, str) else env
+    spec = getattr(env_obj, "spec", None)
+    env_id = spec.id if spec is not None else type(env_obj).__name__
+    env_kwargs = json.loads(json.dumps(dict(spec.kwargs), default=repr)) if spec is not None else {}
+    tasks = list(env_obj.tasks(split))[:limit]
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if fresh:
+        for name in (ROLLOUTS_FILE, SUMMARY_FILE, SETTINGS_FILE):
+            (out / name).unlink(missing_ok=True)
+    settings = {
+        "env": env_id,
+        "env_kwargs": env_kwargs,
+        "model": str(model),
+        "split": split,
+        "n": n,
+        "max_new_tokens": max_new_tokens,
+        "temperature": temperature,
+        "seed": seed,
+    }
+    _check_settings(out, settings)
+
+    with RolloutLog(out / ROLLOUTS_FILE) as log:
+        todo = [(i, [s for s in range(n) if (split, i, s) not in log]) for i in range(len(tasks))]
+        todo = [(i, samples) for i, samples in todo if samples]
+        resumed = sum(1 for key in log.rows if key[0] == split and key[1] < len(tasks))
+        generated = 0
+        gen_s = verify_s = 0.0
+        load_s = 0.0
+        if todo and sampler is None:
+            t0 = time.perf_counter()
+            sampler = make_sampler(model, engine, max_new_tokens=max_new_tokens, temperature=temperature)
+            load_s = time.perf_counter() - t0
+        started = time.perf_counter()  # throughput counts sampling and scoring, not model loading
+        bar = _progress(total=len(tasks) * n, initial=resumed, desc=f"eval {env_id}", enabled=progress)
+        try:
+            for index, samples in todo:
+                task = tasks[index]
+                prompt = env_obj.prompt(task)
+                t0 = time.perf_counter()
+                completions = sampler.sample(prompt, n, task_seed(seed, split, index))
+                gen_s += time.perf_counter() - t0
+                if len(completions) != n:
+                    raise RuntimeError(f"sampler returned {len(completions)} completions, expected {n}")
+                for sample in samples:
+                    t0 = time.perf_counter()
+                    verdict = env_obj.verify(completions[sample], task)
+                    verify_s += time.perf_counter() - t0
+                    log.append(
+                        {
+                            "split": split,
+                            "index": index,
+                            "sample": sample,
+                            "prompt": prompt,
+                            "completion": completions[sample],
+                            "verdict": verdict.to_dict(),
+                        }
+                    )
+                    generated += 1
+                    bar.update(1)
+        finally:
+            bar.close()
+        wall = time.perf_counter() - started
+        rows = [log.rows[(split, i, s)] for i in range(len(tasks)) for s in range(n)]
+
+    summary = {
+        **settings,
+        "engine": sampler.engine if sampler is not None else None,
+        "k": ks,
+        **summarise(rows, n, ks),
+        "this_session": {
+            "rollouts_scored": generated,
+            "rollouts_resumed": resumed,
+            "load_s": round(load_s, 3),
+            "wall_s": round(wall, 3),
+            "generate_s": round(gen_s, 3),
+            "verify_s": round(verify_s, 3),
+            "rollouts_per_s": round(generated / wall, 2) if generated and wall > 0 else None,
+        },
+    }
+    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+    return EvalResult(out, summary, rows)
+
+
+def _progress(*, total: int, initial: int, desc: str, enabled: bool):
+    """A tqdm bar on stderr (tqdm comes with transformers); a silent stand-in when disabled."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit="rollout", disable=not enabled)
