@@ -65,7 +65,7 @@ def train(env: SingleTurnEnv | str, config: GRPOConfig, backend: str = "auto", *
     Returns the backend's ``RunResult`` (output folder, saved model, metrics rows, plot path).
     """
     env = resolve_env(env, config)
-    name = backends.auto() if backend == "auto" else backend
+    name = backends.auto(config.model, config=config) if backend == "auto" else backend
     module = backends.get(name)
     ok, why = module.available()
     if not ok:
