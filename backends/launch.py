@@ -8,6 +8,7 @@ The run's inputs travel in a pickle file, so the very env object the caller buil
 
 from __future__ import annotations
 
+import copyreg
 import os
 import pickle
 import subprocess
@@ -16,6 +17,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 Launcher = Literal["torchrun", "accelerate"]
@@ -85,13 +87,27 @@ def is_worker() -> bool:
     return "LOCAL_RANK" in os.environ
 
 
+def _mappingproxy(mapping: dict) -> MappingProxyType:
+    return MappingProxyType(mapping)
+
+
+def _reduce_mappingproxy(proxy: MappingProxyType) -> tuple[Any, tuple[dict]]:
+    return _mappingproxy, (dict(proxy),)
+
+
+# Read-only views (a Rubric's weights) do not pickle by default; they rebuild from a dict copy.
+_DISPATCH = {**copyreg.dispatch_table, MappingProxyType: _reduce_mappingproxy}
+
+
 def write_job(job: Mapping[str, Any], directory: str | Path) -> Path:
     """Pickle a job (env object, config, model, overrides) for the workers; unpicklable envs fail clearly."""
     Path(directory).mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(prefix="job-", suffix=".pkl", dir=directory)
     try:
         with os.fdopen(handle, "wb") as out:
-            pickle.dump(dict(job), out)
+            pickler = pickle.Pickler(out)
+            pickler.dispatch_table = _DISPATCH
+            pickler.dump(dict(job))
     except (pickle.PicklingError, AttributeError, TypeError) as exc:
         Path(name).unlink(missing_ok=True)
         raise ValueError(
