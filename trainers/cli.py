@@ -86,6 +86,29 @@ def cmd_tiny_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Launch settings for the multi-process backends; ``trl`` takes none."""
+    launch_given = args.num_processes > 1 or args.num_machines > 1
+    if args.backend == "deepspeed-zero2":
+        from backends.launch import LaunchSpec
+
+        return {
+            "launch": LaunchSpec(
+                num_processes=args.num_processes,
+                num_machines=args.num_machines,
+                machine_rank=args.machine_rank,
+                main_process_ip=args.main_process_ip,
+                main_process_port=args.main_process_port,
+                launcher=args.launcher,
+            )
+        }
+    if args.backend == "fsdp-vllm":
+        return {"mode": args.vllm_mode}
+    if launch_given:
+        raise CliError(f"--num-processes/--num-machines need --backend deepspeed-zero2, not {args.backend!r}")
+    return {}
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     """Run GRPO on an env; metrics, checkpoints, the model and a reward plot go to --output-dir."""
     from trainers.config import TINY_DEMO, GRPOConfig, LoraSettings
@@ -117,7 +140,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(
             f"note: a supervised warm start of {config.warm_start_steps} steps on {args.env}'s reference answers runs first"
         )
-    result = train(config.env_id, config, backend=args.backend, resume=args.resume)
+    result = train(
+        config.env_id, config, backend=args.backend, resume=args.resume, backend_options=backend_options(args)
+    )
     rows = [r for r in result.metrics if "reward/mean" in r]
     if rows:
         fifth = max(1, len(rows) // 5)
@@ -235,6 +260,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--lora-r", type=int, default=0, help="train a LoRA adapter of this rank (0: full fine-tune)"
     )
     p.add_argument("--liger-loss", action="store_true", help="use Liger's chunked GRPO loss")
+    p.add_argument("--num-processes", type=int, default=1, help="deepspeed-zero2: processes per machine")
+    p.add_argument("--num-machines", type=int, default=1, help="deepspeed-zero2: machines in the run")
+    p.add_argument("--machine-rank", type=int, default=0, help="deepspeed-zero2: this machine's rank")
+    p.add_argument("--main-process-ip", default="127.0.0.1", help="deepspeed-zero2: rank-0 machine address")
+    p.add_argument("--main-process-port", type=int, default=29500)
+    p.add_argument("--launcher", choices=("torchrun", "accelerate"), default="torchrun")
+    p.add_argument(
+        "--vllm-mode", choices=("server", "colocate"), default="server", help="fsdp-vllm generation"
+    )
     p.add_argument("--save-steps", type=int, default=25)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_train)
