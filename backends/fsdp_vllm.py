@@ -20,7 +20,7 @@ from typing import Any, Literal
 from backends import trl as trl_backend
 from backends.launch import LaunchSpec, is_worker, read_job, run, write_job
 from backends.trl import RunResult
-from backends.vllm_server import VLLMServer, VLLMServerError, trl_vllm_serve_command
+from backends.vllm_server import VLLMServer, trl_vllm_serve_command
 from envs import SingleTurnEnv
 from trainers.config import GRPOConfig
 from trainers.metrics import plot_rewards, read_metrics
@@ -182,8 +182,6 @@ def train(
                 except RuntimeError as exc:
                     server.check()  # a dead server is the cause worth reporting
                     raise exc
-    except VLLMServerError:
-        raise
     finally:
         job.unlink(missing_ok=True)
     steps = max((row.get("step", 0) for row in read_metrics(output_dir)), default=0)
