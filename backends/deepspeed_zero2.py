@@ -184,31 +184,34 @@ def _train_here(
 
 @contextlib.contextmanager
 def _single_rank_environment() -> Iterator[None]:
-    """Without a launcher, DeepSpeed looks for MPI to learn its rank; tell it rank 0 of 1 instead
-    (on a free port), and restore the environment afterwards so later runs see no launcher."""
+    """Run one rank in this process and leave ``os.environ`` exactly as it was.
+
+    Without a launcher, DeepSpeed looks for MPI to learn its rank: tell it rank 0 of 1 (on a free
+    port). transformers also sets ``ACCELERATE_USE_DEEPSPEED=true`` in the environment, which
+    would turn every later run of this process, and every process it starts, into a DeepSpeed
+    run; the whole environment is restored afterwards.
+    """
     if is_worker():
         yield
         return
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    values = {
-        "RANK": "0",
-        "LOCAL_RANK": "0",
-        "WORLD_SIZE": "1",
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(port),
-    }
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
+    saved = dict(os.environ)
+    os.environ.update(
+        {
+            "RANK": "0",
+            "LOCAL_RANK": "0",
+            "WORLD_SIZE": "1",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+        }
+    )
     try:
         yield
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def evidence_trainer(base: Any = None) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 
 import pytest
@@ -78,8 +79,12 @@ def assert_finite_training(result, steps: int, model=None) -> None:
 
 @pytest.mark.slow
 def test_zero2_offload_trains_arith_in_one_process(tmp_path, tiny_arith):
+    environment = dict(os.environ)
     started = time.monotonic()
     result = train("arith", config_for(tmp_path, tiny_arith), backend="deepspeed-zero2")
+    # An in-process run leaves no trace in the environment (transformers sets ACCELERATE_USE_DEEPSPEED,
+    # which would make every later run of this process and its children a DeepSpeed run).
+    assert dict(os.environ) == environment
     print(
         f"deepspeed-zero2 1 process: {time.monotonic() - started:.1f} s (the first run in a checkout also compiles cpu_adam)"
     )
