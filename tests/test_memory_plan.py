@@ -163,3 +163,15 @@ def test_render_is_one_table_with_the_choice(capsys):
     assert "optimizer" in text and "deepspeed-zero2 cpu" in text and text.endswith(choice.reason)
     assert main(["plan", "--model", "qwen25.json", "--env", "arith"]) == 2  # no such file: one-line error
     assert "cannot read the config" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("config", [QWEN25_15B, QWEN3_06B], ids=["qwen2.5-1.5b", "qwen3-0.6b"])
+def test_parameter_count_matches_the_transformers_model_built_from_the_config(config):
+    """An independent check of the count: transformers builds the model (on the meta device, no memory)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+
+    hf_config = transformers.AutoConfig.for_model(**config)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(hf_config)
+    assert ModelShape.from_config(config).num_params == sum(p.numel() for p in model.parameters())
