@@ -86,6 +86,29 @@ def cmd_tiny_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Launch settings for the multi-process backends; ``trl`` takes none."""
+    launch_given = args.num_processes > 1 or args.num_machines > 1
+    if args.backend == "deepspeed-zero2":
+        from backends.launch import LaunchSpec
+
+        return {
+            "launch": LaunchSpec(
+                num_processes=args.num_processes,
+                num_machines=args.num_machines,
+                machine_rank=args.machine_rank,
+                main_process_ip=args.main_process_ip,
+                main_process_port=args.main_process_port,
+                launcher=args.launcher,
+            )
+        }
+    if args.backend == "fsdp-vllm":
+        return {"mode": args.vllm_mode}
+    if launch_given:
+        raise CliError(f"--num-processes/--num-machines need --backend deepspeed-zero2, not {args.backend!r}")
+    return {}
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     """Run GRPO on an env; metrics, checkpoints, the model and a reward plot go to --output-dir."""
     from trainers.config import TINY_DEMO, GRPOConfig, LoraSettings
@@ -117,7 +140,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(
             f"note: a supervised warm start of {config.warm_start_steps} steps on {args.env}'s reference answers runs first"
         )
-    result = train(config.env_id, config, backend=args.backend, resume=args.resume)
+    result = train(
+        config.env_id, config, backend=args.backend, resume=args.resume, backend_options=backend_options(args)
+    )
     rows = [r for r in result.metrics if "reward/mean" in r]
     if rows:
         fifth = max(1, len(rows) // 5)
@@ -182,6 +207,41 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Print the memory plan per backend for --model on this (or the described) hardware, and the pick."""
+    from backends.choice import NoBackendFits, choose, render, workload_for
+    from backends.hardware import GIB, Hardware, detect
+    from backends.memory_plan import load_shape
+    from trainers.config import GRPOConfig, LoraSettings
+
+    env = envs.make(args.env, **parse_env_args(args.env_arg))
+    config = GRPOConfig(
+        model=args.model,
+        env_id=args.env,
+        num_generations=args.num_generations,
+        prompts_per_step=args.prompts_per_step,
+        max_prompt_length=args.max_prompt_length,
+        max_completion_length=args.max_completion_length,
+        lora=LoraSettings(r=args.lora_r) if args.lora_r else None,
+        beta=args.beta,
+    )
+    here = detect()
+    hardware = Hardware(
+        gpus=here.gpus if args.gpus is None else args.gpus,
+        gpu_memory_bytes=int(args.gpu_memory_gib * GIB) if args.gpu_memory_gib else here.gpu_memory_bytes,
+        cpu_memory_bytes=int(args.cpu_memory_gib * GIB) if args.cpu_memory_gib else here.cpu_memory_bytes,
+        bf16=here.bf16 or args.bf16,
+        vllm=here.vllm or args.vllm,
+    )
+    print(f"env: {env}")
+    try:
+        choice = choose(load_shape(args.model), hardware, workload_for(config))
+    except NoBackendFits as exc:
+        raise CliError(str(exc)) from exc
+    print(render(choice))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr-gym", description="Verifiable-reward environments for GRPO.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -214,6 +274,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_tiny_model)
 
+    p = sub.add_parser("plan", help="memory plan per backend and the backend it leads to")
+    p.add_argument("--model", required=True, help="model folder, config.json or cached hub id")
+    p.add_argument("--env", default="arith", metavar="ID")
+    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
+    p.add_argument("--gpus", type=int, default=None, help="plan for this many GPUs (default: this machine)")
+    p.add_argument("--gpu-memory-gib", type=float, default=None, help="memory per GPU (default: detected)")
+    p.add_argument("--cpu-memory-gib", type=float, default=None, help="host RAM (default: detected)")
+    p.add_argument("--bf16", action="store_true", help="the GPUs support bf16 (default: detected)")
+    p.add_argument("--vllm", action="store_true", help="vllm is installed (default: detected)")
+    p.add_argument("--num-generations", type=int, default=4)
+    p.add_argument("--prompts-per-step", type=int, default=4)
+    p.add_argument("--max-prompt-length", type=int, default=256)
+    p.add_argument("--max-completion-length", type=int, default=256)
+    p.add_argument("--lora-r", type=int, default=0)
+    p.add_argument("--beta", type=float, default=0.0)
+    p.set_defaults(run=cmd_plan)
+
     p = sub.add_parser("train", help="train a model on an env with GRPO")
     p.add_argument("--env", required=True, metavar="ID")
     p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
@@ -234,6 +311,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--lora-r", type=int, default=0, help="train a LoRA adapter of this rank (0: full fine-tune)"
     )
     p.add_argument("--liger-loss", action="store_true", help="use Liger's chunked GRPO loss")
+    p.add_argument("--num-processes", type=int, default=1, help="deepspeed-zero2: processes per machine")
+    p.add_argument("--num-machines", type=int, default=1, help="deepspeed-zero2: machines in the run")
+    p.add_argument("--machine-rank", type=int, default=0, help="deepspeed-zero2: this machine's rank")
+    p.add_argument("--main-process-ip", default="127.0.0.1", help="deepspeed-zero2: rank-0 machine address")
+    p.add_argument("--main-process-port", type=int, default=29500)
+    p.add_argument("--launcher", choices=("torchrun", "accelerate"), default="torchrun")
+    p.add_argument(
+        "--vllm-mode", choices=("server", "colocate"), default="server", help="fsdp-vllm generation"
+    )
     p.add_argument("--save-steps", type=int, default=25)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_train)

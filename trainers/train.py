@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import backends
 import envs
@@ -59,13 +60,22 @@ def prepare_model(env: SingleTurnEnv, config: GRPOConfig, *, resume: bool) -> Pa
     return model
 
 
-def train(env: SingleTurnEnv | str, config: GRPOConfig, backend: str = "auto", *, resume: bool = False):
+def train(
+    env: SingleTurnEnv | str,
+    config: GRPOConfig,
+    backend: str = "auto",
+    *,
+    resume: bool = False,
+    backend_options: dict[str, Any] | None = None,
+):
     """Train ``env`` (an env object or a registered id) with GRPO on ``backend``.
 
+    ``backend_options`` go to the backend's ``train`` as keywords (e.g. ``launch=LaunchSpec(...)``
+    for ``deepspeed-zero2``, ``mode="colocate"`` for ``fsdp-vllm``).
     Returns the backend's ``RunResult`` (output folder, saved model, metrics rows, plot path).
     """
     env = resolve_env(env, config)
-    name = backends.auto() if backend == "auto" else backend
+    name = backends.auto(config.model, config=config) if backend == "auto" else backend
     module = backends.get(name)
     ok, why = module.available()
     if not ok:
@@ -73,4 +83,4 @@ def train(env: SingleTurnEnv | str, config: GRPOConfig, backend: str = "auto", *
     Path(config.output_dir).mkdir(parents=True, exist_ok=True)
     config.save(Path(config.output_dir) / "config.json")
     model = prepare_model(env, config, resume=resume)
-    return module.train(env, config, model=model, resume=resume)
+    return module.train(env, config, model=model, resume=resume, **(backend_options or {}))

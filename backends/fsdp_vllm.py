@@ -1,0 +1,218 @@
+"""The ``fsdp-vllm`` backend: FSDP2 training through accelerate, generation by vLLM through TRL.
+
+Why: with several GPUs, generation dominates a GRPO step; vLLM generates many times faster than
+``model.generate`` and FSDP2 shards weights, gradients and optimizer states across the training
+GPUs. ``server`` mode starts ``trl vllm-serve`` on the GPUs given to it, waits for its health,
+trains on the others, and tears the server down on exit or error; ``colocate`` mode runs vLLM
+inside every training rank. It needs CUDA and vllm: where either is missing, ``available()``
+names what is missing and ``train`` refuses — accelerate would otherwise drop the FSDP plugin on
+CPU without a word and train with DDP, which is not what was asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from backends import trl as trl_backend
+from backends.launch import LaunchSpec, is_worker, read_job, run, write_job
+from backends.trl import RunResult
+from backends.vllm_server import VLLMServer, trl_vllm_serve_command
+from envs import SingleTurnEnv
+from trainers.config import GRPOConfig
+from trainers.metrics import plot_rewards, read_metrics
+
+NAME = "fsdp-vllm"
+Mode = Literal["server", "colocate"]
+
+
+def missing(mode: Mode = "server") -> list[str]:
+    """Everything this machine lacks for ``mode``, each item naming the fix."""
+    problems = [
+        f"package {name} (pip install 'rlvr-gym[trl]')"
+        for name in trl_backend.REQUIRED
+        if importlib.util.find_spec(name) is None
+    ]
+    if importlib.util.find_spec("vllm") is None:
+        problems.append("package vllm (pip install 'rlvr-gym[vllm]', a CUDA machine)")
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        if not torch.cuda.is_available():
+            problems.append("CUDA (no GPU visible to torch; FSDP2 + vLLM train on GPUs only)")
+        elif mode == "server" and torch.cuda.device_count() < 2:
+            problems.append(
+                f"a second GPU (server mode gives vLLM its own GPU; {torch.cuda.device_count()} visible, "
+                "use mode='colocate' on one)"
+            )
+    return problems
+
+
+def available(mode: Mode = "server") -> tuple[bool, str]:
+    """Whether FSDP2 + vLLM can run here; if not, exactly what is missing."""
+    problems = missing(mode)
+    if problems:
+        return False, "fsdp-vllm needs " + "; ".join(problems)
+    return True, f"FSDP2 training + vLLM {mode} generation on CUDA"
+
+
+def decoder_layer_classes(model: str | Path) -> list[str]:
+    """The decoder-layer class names FSDP2 wraps one by one (the model class's ``_no_split_modules``)."""
+    import transformers
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    config = AutoConfig.from_pretrained(str(model))
+    name = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(config.model_type)
+    classes = (
+        list(getattr(getattr(transformers, name, None), "_no_split_modules", None) or []) if name else []
+    )
+    if not classes:
+        raise ValueError(
+            f"no decoder-layer class known for model_type {config.model_type!r}; cannot plan FSDP wrapping"
+        )
+    return classes
+
+
+def fsdp_overrides(
+    model: str | Path,
+    *,
+    mode: Mode = "server",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    gpu_memory_utilization: float = 0.3,
+    activation_checkpointing: bool = True,
+) -> dict[str, Any]:
+    """The TRL/transformers arguments for FSDP2 (the fields of TRL's ``accelerate_configs/fsdp2.yaml``)
+    and vLLM generation in ``mode``."""
+    if mode not in ("server", "colocate"):
+        raise ValueError(f"mode must be 'server' or 'colocate', got {mode!r}")
+    overrides: dict[str, Any] = {
+        "fsdp": "full_shard auto_wrap",
+        "fsdp_config": {
+            "version": 2,
+            "transformer_layer_cls_to_wrap": decoder_layer_classes(model),
+            "reshard_after_forward": True,
+            "state_dict_type": "FULL_STATE_DICT",
+            "cpu_ram_efficient_loading": True,
+            "activation_checkpointing": activation_checkpointing,
+        },
+        "use_vllm": True,
+        "vllm_mode": mode,
+    }
+    if mode == "server":
+        overrides.update(vllm_server_host=host, vllm_server_port=port)
+    else:
+        overrides.update(vllm_gpu_memory_utilization=gpu_memory_utilization)
+    return overrides
+
+
+def shard(model: Any, layer_classes: Sequence[str]) -> Any:
+    """FSDP2 ``fully_shard`` on every decoder layer named in ``layer_classes``, then on the root.
+
+    The wrapping accelerate's FSDP2 plugin applies from ``transformer_layer_cls_to_wrap``; here so
+    the wrap plan can be checked with torch alone (gloo on CPU) where accelerate drops FSDP.
+    """
+    from torch.distributed.fsdp import fully_shard
+
+    layers = [m for m in model.modules() if type(m).__name__ in set(layer_classes)]
+    if not layers:
+        raise ValueError(f"no module of classes {list(layer_classes)} in {type(model).__name__}")
+    for layer in layers:
+        fully_shard(layer)
+    fully_shard(model)
+    return model
+
+
+def train(
+    env: SingleTurnEnv,
+    config: GRPOConfig,
+    *,
+    model: str | Path,
+    resume: bool = False,
+    mode: Mode = "server",
+    vllm_gpus: int = 1,
+    port: int = 8000,
+    launch: LaunchSpec | None = None,
+    server_startup_timeout_s: float = 900.0,
+    **trl_overrides: Any,
+) -> RunResult:
+    """Train ``env`` with FSDP2 on this machine's GPUs and vLLM generation; refuses where it cannot run."""
+    ok, why = available(mode)
+    if not ok:
+        raise RuntimeError(f"fsdp-vllm cannot run here: {why}")
+    import torch
+
+    total = torch.cuda.device_count()
+    overrides = {**fsdp_overrides(model, mode=mode, port=port), **trl_overrides}
+    if is_worker():
+        return _train_here(env, config, model=model, resume=resume, overrides=overrides)
+    output_dir = Path(config.output_dir)
+    job = write_job(
+        {"env": env, "config": config, "model": str(model), "resume": resume, "overrides": overrides},
+        output_dir / "launch",
+    )
+    try:
+        if mode == "colocate":
+            spec = launch or LaunchSpec(num_processes=total)
+            run(spec.command(__name__, ["--job", str(job)]))
+        else:
+            if not 1 <= vllm_gpus < total:
+                raise ValueError(
+                    f"vllm_gpus must leave at least one of {total} GPUs for training, got {vllm_gpus}"
+                )
+            train_gpus, serve_gpus = list(range(total - vllm_gpus)), list(range(total - vllm_gpus, total))
+            spec = launch or LaunchSpec(num_processes=len(train_gpus))
+            command = trl_vllm_serve_command(str(model), port=port, data_parallel_size=len(serve_gpus))
+            with VLLMServer(
+                command,
+                port=port,
+                gpus=serve_gpus,
+                startup_timeout_s=server_startup_timeout_s,
+                log_path=output_dir / "vllm-serve.log",
+            ) as server:
+                try:
+                    run(
+                        spec.command(__name__, ["--job", str(job)]),
+                        env={"CUDA_VISIBLE_DEVICES": ",".join(map(str, train_gpus))},
+                    )
+                except RuntimeError as exc:
+                    server.check()  # a dead server is the cause worth reporting
+                    raise exc
+    finally:
+        job.unlink(missing_ok=True)
+    steps = max((row.get("step", 0) for row in read_metrics(output_dir)), default=0)
+    return RunResult(
+        output_dir, output_dir / "final", steps, read_metrics(output_dir), plot_rewards(output_dir)
+    )
+
+
+def _train_here(
+    env: SingleTurnEnv, config: GRPOConfig, *, model: str | Path, resume: bool, overrides: dict[str, Any]
+) -> RunResult:
+    import torch.distributed as dist
+
+    try:
+        return trl_backend.train(env, config, model=model, resume=resume, **overrides)
+    finally:
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The worker entry point a launcher runs in every training rank."""
+    parser = argparse.ArgumentParser(description="fsdp-vllm worker (started by the launcher)")
+    parser.add_argument("--job", required=True)
+    args = parser.parse_args(argv)
+    job = read_job(args.job)
+    _train_here(
+        job["env"], job["config"], model=job["model"], resume=job["resume"], overrides=job["overrides"]
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,135 @@
+"""Launch a backend's worker module in N processes, on one machine or several.
+
+Why: a multi-process backend runs the same ``train`` in every rank, so it re-executes itself
+under a launcher. ``torchrun`` is the default (it needs nothing beyond torch and picks gloo on
+CPU); ``accelerate launch`` is the alternative for clusters configured through accelerate.
+The run's inputs travel in a pickle file, so the very env object the caller built is trained.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+Launcher = Literal["torchrun", "accelerate"]
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Processes per machine and the rendezvous of a multi-machine run (``accelerate`` names)."""
+
+    num_processes: int = 1  # per machine
+    num_machines: int = 1
+    machine_rank: int = 0
+    main_process_ip: str = "127.0.0.1"
+    main_process_port: int = 29500
+    launcher: Launcher = "torchrun"
+
+    def __post_init__(self) -> None:
+        if self.num_processes < 1 or self.num_machines < 1:
+            raise ValueError(f"num_processes and num_machines must be >= 1, got {self}")
+        if not 0 <= self.machine_rank < self.num_machines:
+            raise ValueError(f"machine_rank must lie in [0, {self.num_machines}), got {self.machine_rank}")
+        if self.launcher not in ("torchrun", "accelerate"):
+            raise ValueError(f"launcher must be 'torchrun' or 'accelerate', got {self.launcher!r}")
+
+    @property
+    def world_size(self) -> int:
+        return self.num_processes * self.num_machines
+
+    @property
+    def in_process(self) -> bool:
+        """One process on one machine runs in the caller's process: no launcher, no pickling."""
+        return self.world_size == 1
+
+    def command(self, module: str, args: Sequence[str] = ()) -> list[str]:
+        """The launcher command line that runs ``python -m module *args`` in every rank."""
+        if self.launcher == "torchrun":
+            head = [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                f"--nproc-per-node={self.num_processes}",
+                f"--nnodes={self.num_machines}",
+                f"--node-rank={self.machine_rank}",
+                f"--master-addr={self.main_process_ip}",
+                f"--master-port={self.main_process_port}",
+                "-m",
+                module,
+            ]
+        else:
+            head = [
+                sys.executable,
+                "-m",
+                "accelerate.commands.launch",
+                f"--num_processes={self.world_size}",  # accelerate counts all machines' processes
+                f"--num_machines={self.num_machines}",
+                f"--machine_rank={self.machine_rank}",
+                f"--main_process_ip={self.main_process_ip}",
+                f"--main_process_port={self.main_process_port}",
+                "-m",
+                module,
+            ]
+        return head + list(args)
+
+
+def is_worker() -> bool:
+    """Whether this process was started by a launcher (it sets ``LOCAL_RANK``)."""
+    return "LOCAL_RANK" in os.environ
+
+
+def _mappingproxy(mapping: dict) -> MappingProxyType:
+    return MappingProxyType(mapping)
+
+
+def _reduce_mappingproxy(proxy: MappingProxyType) -> tuple[Any, tuple[dict]]:
+    return _mappingproxy, (dict(proxy),)
+
+
+# Read-only views (a Rubric's weights) do not pickle by default; they rebuild from a dict copy.
+_DISPATCH = {**copyreg.dispatch_table, MappingProxyType: _reduce_mappingproxy}
+
+
+def write_job(job: Mapping[str, Any], directory: str | Path) -> Path:
+    """Pickle a job (env object, config, model, overrides) for the workers; unpicklable envs fail clearly."""
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix="job-", suffix=".pkl", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            pickler = pickle.Pickler(out)
+            pickler.dispatch_table = _DISPATCH
+            pickler.dump(dict(job))
+    except (pickle.PicklingError, AttributeError, TypeError) as exc:
+        Path(name).unlink(missing_ok=True)
+        raise ValueError(
+            f"a multi-process run sends the env to its workers by pickle, and this one does not pickle ({exc}); "
+            "define the env class at module level (not in a function) or pass a registered env id"
+        ) from exc
+    return Path(name)
+
+
+def read_job(path: str | Path) -> dict[str, Any]:
+    with open(path, "rb") as handle:
+        return pickle.load(handle)
+
+
+def run(
+    command: Sequence[str], *, env: Mapping[str, str] | None = None, timeout_s: float | None = None
+) -> None:
+    """Run the launcher; its output streams through; a non-zero exit raises with the command."""
+    environment = {**os.environ, **(env or {})}
+    # The workers import this project by module name from the caller's working tree.
+    root = str(Path(__file__).resolve().parents[1])
+    environment["PYTHONPATH"] = os.pathsep.join(p for p in (root, environment.get("PYTHONPATH")) if p)
+    completed = subprocess.run(list(command), env=environment, timeout=timeout_s, check=False)
+    if completed.returncode != 0:
+        raise RuntimeError(f"launched run failed with exit code {completed.returncode}: {' '.join(command)}")

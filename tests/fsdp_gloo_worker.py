@@ -1,0 +1,51 @@
+"""Run under torchrun (2 ranks, gloo): FSDP2-shard the tiny model with the wrap plan fsdp-vllm
+generates, train one step, and write what each rank holds to OUT/rank{N}.json."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import torch
+import torch.distributed as dist
+from transformers import AutoModelForCausalLM
+
+
+def main(model_dir: str, out: str) -> None:
+    from torch.distributed.tensor import DTensor
+
+    from backends.fsdp_vllm import decoder_layer_classes, shard
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    full = sum(p.numel() for p in model.parameters())
+    classes = decoder_layer_classes(model_dir)
+    shard(model, classes)
+    params = list(model.parameters())
+    local = sum(p.to_local().numel() for p in params if isinstance(p, DTensor))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ids = torch.randint(0, model.config.vocab_size, (2, 16))
+    loss = model(input_ids=ids, labels=ids).loss
+    loss.backward()
+    optimizer.step()
+    wrapped = sorted({type(m).__name__ for m in model.modules() if type(m).__name__.startswith("FSDP")})
+    with open(f"{out}/rank{rank}.json", "w") as handle:
+        json.dump(
+            {
+                "world": world,
+                "classes": classes,
+                "all_dtensor": all(isinstance(p, DTensor) for p in params),
+                "full_params": full,
+                "local_params": local,
+                "loss": float(loss),
+                "fsdp_module_types": wrapped,
+            },
+            handle,
+        )
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
