@@ -10,7 +10,6 @@ for one. DeepSpeed's ``cpu_adam`` op is JIT-compiled once into ``TORCH_EXTENSION
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib.util
 import json
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from backends import trl as trl_backend
-from backends.launch import LaunchSpec, is_worker, read_job, run, write_job
+from backends.launch import LaunchSpec, is_worker, run, worker_main, write_job
 from backends.trl import RunResult
 from envs import SingleTurnEnv
 from trainers.config import GRPOConfig, LoraSettings
@@ -279,14 +278,7 @@ def _release_distributed() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The worker entry point a launcher runs in every rank."""
-    parser = argparse.ArgumentParser(description="deepspeed-zero2 worker (started by the launcher)")
-    parser.add_argument("--job", required=True)
-    args = parser.parse_args(argv)
-    job = read_job(args.job)
-    _train_here(
-        job["env"], job["config"], model=job["model"], resume=job["resume"], overrides=job["overrides"]
-    )
-    return 0
+    return worker_main(_train_here, NAME, argv)
 
 
 if __name__ == "__main__":

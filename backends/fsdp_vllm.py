@@ -11,14 +11,13 @@ CPU without a word and train with DDP, which is not what was asked for.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from backends import trl as trl_backend
-from backends.launch import LaunchSpec, is_worker, read_job, run, write_job
+from backends.launch import LaunchSpec, is_worker, run, worker_main, write_job
 from backends.trl import RunResult
 from backends.vllm_server import VLLMServer, trl_vllm_serve_command
 from envs import SingleTurnEnv
@@ -203,15 +202,8 @@ def _train_here(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The worker entry point a launcher runs in every training rank."""
-    parser = argparse.ArgumentParser(description="fsdp-vllm worker (started by the launcher)")
-    parser.add_argument("--job", required=True)
-    args = parser.parse_args(argv)
-    job = read_job(args.job)
-    _train_here(
-        job["env"], job["config"], model=job["model"], resume=job["resume"], overrides=job["overrides"]
-    )
-    return 0
+    """The worker entry point a launcher runs in every rank."""
+    return worker_main(_train_here, NAME, argv)
 
 
 if __name__ == "__main__":

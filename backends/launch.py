@@ -8,13 +8,14 @@ The run's inputs travel in a pickle file, so the very env object the caller buil
 
 from __future__ import annotations
 
+import argparse
 import copyreg
 import os
 import pickle
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -120,6 +121,18 @@ def write_job(job: Mapping[str, Any], directory: str | Path) -> Path:
 def read_job(path: str | Path) -> dict[str, Any]:
     with open(path, "rb") as handle:
         return pickle.load(handle)
+
+
+def worker_main(train_here: Callable[..., Any], backend: str, argv: Sequence[str] | None = None) -> int:
+    """The entry point a launcher runs in every rank: read the job file, train in this process."""
+    parser = argparse.ArgumentParser(description=f"{backend} worker (started by the launcher)")
+    parser.add_argument("--job", required=True)
+    args = parser.parse_args(argv)
+    job = read_job(args.job)
+    train_here(
+        job["env"], job["config"], model=job["model"], resume=job["resume"], overrides=job["overrides"]
+    )
+    return 0
 
 
 def run(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 # Envs with real data sets read RLVR_GYM_DATA_DIR before the hub; CI has no hub access.
@@ -16,3 +18,20 @@ if SHARED_DATA.is_dir():
 os.environ.setdefault(
     "TORCH_EXTENSIONS_DIR", str(Path(__file__).resolve().parents[1] / ".cache" / "torch_extensions")
 )
+
+
+@pytest.fixture(scope="session")
+def warm_arith_model(tmp_path_factory):
+    """The tiny offline model after a 150-step warm start on arith, built once per test session.
+
+    Warm, so GRPO groups have reward variance and gradients; shared, because building it costs
+    a minute on a busy 2-core machine and several test modules train from it.
+    """
+    pytest.importorskip("transformers", reason="needs rlvr-gym[trl]")
+    import envs
+    from trainers.tiny_model import build_tiny_model
+    from trainers.warm_start import warm_start
+
+    env = envs.make("arith")
+    tiny = build_tiny_model(tmp_path_factory.mktemp("tiny"), env)
+    return warm_start(tiny, env, tmp_path_factory.mktemp("warm"), steps=150)

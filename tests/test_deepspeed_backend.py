@@ -24,14 +24,9 @@ ok, why = deepspeed_zero2.available()
 pytestmark = pytest.mark.skipif(not ok, reason=why)
 
 
-@pytest.fixture(scope="module")
-def tiny_arith(tmp_path_factory):
-    """The tiny model after a short warm start, so groups have reward variance and gradients."""
-    from trainers.warm_start import warm_start
-
-    env = envs.make("arith")
-    tiny = build_tiny_model(tmp_path_factory.mktemp("tiny"), env)
-    return warm_start(tiny, env, tmp_path_factory.mktemp("warm"), steps=150)
+@pytest.fixture
+def tiny_arith(warm_arith_model):
+    return warm_arith_model
 
 
 def config_for(tmp_path, model, **changes) -> GRPOConfig:

@@ -18,16 +18,12 @@ from trainers.config import GRPOConfig, LoraSettings
 from trainers.metrics import read_metrics
 from trainers.tiny_model import build_tiny_model
 from trainers.train import train
-from trainers.warm_start import warm_start
 from verifiers import Rubric, Verdict
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    """The tiny model after a short warm start, so groups have reward variance to learn from."""
-    env = envs.make("arith")
-    tiny = build_tiny_model(tmp_path_factory.mktemp("tiny"), env)
-    return warm_start(tiny, env, tmp_path_factory.mktemp("warm"), steps=150)
+@pytest.fixture
+def tiny_model(warm_arith_model):
+    return warm_arith_model
 
 
 def tiny_config(tmp_path, tiny_model, **changes) -> GRPOConfig:
