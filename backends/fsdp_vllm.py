@@ -151,8 +151,7 @@ def train(
         return _train_here(env, config, model=model, resume=resume, overrides=overrides)
     output_dir = Path(config.output_dir)
     job = write_job(
-        {"env": env, "config": config, "model": str(model), "resume": resume, "overrides": overrides},
-        output_dir / "launch",
+        output_dir / "launch", env=env, config=config, model=model, resume=resume, overrides=overrides
     )
     try:
         if mode == "colocate":

@@ -100,15 +100,24 @@ def _reduce_mappingproxy(proxy: MappingProxyType) -> tuple[Any, tuple[dict]]:
 _DISPATCH = {**copyreg.dispatch_table, MappingProxyType: _reduce_mappingproxy}
 
 
-def write_job(job: Mapping[str, Any], directory: str | Path) -> Path:
-    """Pickle a job (env object, config, model, overrides) for the workers; unpicklable envs fail clearly."""
+def write_job(
+    directory: str | Path,
+    *,
+    env: Any,
+    config: Any,
+    model: str | Path,
+    resume: bool,
+    overrides: Mapping[str, Any],
+) -> Path:
+    """Pickle a job for the workers (the fields :func:`worker_main` reads); unpicklable envs fail clearly."""
+    job = {"env": env, "config": config, "model": str(model), "resume": resume, "overrides": dict(overrides)}
     Path(directory).mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(prefix="job-", suffix=".pkl", dir=directory)
     try:
         with os.fdopen(handle, "wb") as out:
             pickler = pickle.Pickler(out)
             pickler.dispatch_table = _DISPATCH
-            pickler.dump(dict(job))
+            pickler.dump(job)
     except (pickle.PicklingError, AttributeError, TypeError) as exc:
         Path(name).unlink(missing_ok=True)
         raise ValueError(

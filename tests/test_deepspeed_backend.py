@@ -165,7 +165,7 @@ def test_an_unpicklable_env_is_refused_before_launch_with_the_fix(tmp_path):
     env = envs.make("arith")
     env.rubric = lambda completion, task: None  # a lambda does not pickle
     with pytest.raises(ValueError, match="module level"):
-        write_job({"env": env}, tmp_path)
+        write_job(tmp_path, env=env, config=None, model="m", resume=False, overrides={})
 
 
 def test_cli_passes_launch_settings_only_to_the_multi_process_backend(capsys):

@@ -242,6 +242,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_env_arg(parser: argparse.ArgumentParser) -> None:
+    """The repeatable ``--env-arg KEY=VALUE`` every env-making command takes (see :func:`parse_env_args`)."""
+    parser.add_argument(
+        "--env-arg", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr-gym", description="Verifiable-reward environments for GRPO.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -253,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ids", nargs="*", metavar="ID")
     p.add_argument("--all", action="store_true", help="check every registered env")
     p.add_argument("--n-tasks", type=int, default=8, help="tasks per split to check (default 8)")
-    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
+    add_env_arg(p)
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("verify", help="score one completion and print the Verdict")
@@ -262,13 +269,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default=None, help="split name (default: the env's first split)")
     p.add_argument("--completion", required=True, help="completion text, or - to read stdin")
     p.add_argument("--json", action="store_true", help="print the Verdict as JSON")
-    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
+    add_env_arg(p)
     p.set_defaults(run=cmd_verify)
 
     p = sub.add_parser("tiny-model", help="build a tiny offline causal LM + tokenizer for tests and demos")
     p.add_argument("out", metavar="OUT")
     p.add_argument("--env", default="arith", help="env whose text trains the tokenizer (default arith)")
-    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE")
+    add_env_arg(p)
     p.add_argument("--hidden-size", type=int, default=64)
     p.add_argument("--num-layers", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
@@ -277,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="memory plan per backend and the backend it leads to")
     p.add_argument("--model", required=True, help="model folder, config.json or cached hub id")
     p.add_argument("--env", default="arith", metavar="ID")
-    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
+    add_env_arg(p)
     p.add_argument("--gpus", type=int, default=None, help="plan for this many GPUs (default: this machine)")
     p.add_argument("--gpu-memory-gib", type=float, default=None, help="memory per GPU (default: detected)")
     p.add_argument("--cpu-memory-gib", type=float, default=None, help="host RAM (default: detected)")
@@ -293,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train a model on an env with GRPO")
     p.add_argument("--env", required=True, metavar="ID")
-    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
+    add_env_arg(p)
     p.add_argument("--model", default=None, help="HF model path or hub id (default: the tiny offline model)")
     p.add_argument("--backend", default="auto", help="training backend (default: chosen from the hardware)")
     p.add_argument("--max-steps", type=int, default=None)
@@ -326,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="sample completions on an env's tasks, score them, report pass@k")
     p.add_argument("--env", required=True, metavar="ID")
-    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
+    add_env_arg(p)
     p.add_argument("--model", default=None, help="HF model path or hub id")
     p.add_argument("--n", type=int, default=4, help="samples per task (default 4)")
     p.add_argument(
