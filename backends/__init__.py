@@ -1,32 +1,40 @@
 """Training backends: thin adapters that hand any env to an existing GRPO engine.
 
-Each backend module exposes ``NAME``, ``available() -> (ok, reason)`` and
-``train(env, config, model=..., resume=...)``. Modules are imported only when chosen, so a
-missing heavy dependency affects only the backend that needs it.
+The three backends are the modules ``trl``, ``deepspeed_zero2`` and ``fsdp_vllm``; each is a
+:class:`~rlvr_gym.backends.protocol.Backend` (``NAME``, ``available(**options)``,
+``train(env, config, model=..., resume=..., **options)``). What they share lives beside them:
+``config`` (the backend-neutral :class:`RunConfig`), ``metrics`` (the per-step JSONL),
+``protocol``; ``planning/`` decides which backend fits (hardware, memory plan, choice) and
+``engine/`` holds the engine helpers (memory path, Liger loss, launcher, vLLM server, rewards).
+Backend modules are imported only when chosen, so a missing heavy dependency affects only the
+backend that needs it.
 """
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+from rlvr_gym.backends.config import LoraSettings, RunConfig
+from rlvr_gym.backends.protocol import Backend, RunResult
+from rlvr_gym.error import InvalidArgument
 
 if TYPE_CHECKING:
-    from backends.hardware import Hardware
+    from rlvr_gym.backends.planning.hardware import Hardware
 
 BACKENDS = {
-    "trl": "backends.trl",
-    "deepspeed-zero2": "backends.deepspeed_zero2",
-    "fsdp-vllm": "backends.fsdp_vllm",
+    "trl": "rlvr_gym.backends.trl",
+    "deepspeed-zero2": "rlvr_gym.backends.deepspeed_zero2",
+    "fsdp-vllm": "rlvr_gym.backends.fsdp_vllm",
 }
 
 
-def get(name: str) -> ModuleType:
-    """The backend module called ``name``; unknown names fail listing the known ones."""
+def get(name: str) -> Backend:
+    """The backend called ``name``; unknown names fail listing the known ones."""
     if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; choose from {sorted(BACKENDS)} or 'auto'")
-    return importlib.import_module(BACKENDS[name])
+        raise InvalidArgument(f"unknown backend {name!r}; choose from {sorted(BACKENDS)} or 'auto'")
+    return cast(Backend, importlib.import_module(BACKENDS[name]))
 
 
 def auto(
@@ -34,14 +42,17 @@ def auto(
 ) -> str:
     """The backend for ``model`` on ``hardware`` (default: this machine), from a memory plan.
 
-    ``model=None`` is the tiny offline model. ``config`` (a ``GRPOConfig``) supplies the batch
-    shapes and LoRA; see :mod:`backends.choice` for the rules and ``rlvr-gym plan`` for the table.
+    ``model=None`` is the tiny offline model. ``config`` (a :class:`RunConfig`) supplies the batch
+    shapes and LoRA; see :mod:`rlvr_gym.backends.planning.choice` for the rules and ``rlvr-gym plan`` for the table.
     """
-    from backends.choice import choose, workload_for
-    from backends.hardware import detect
-    from backends.memory_plan import load_shape
+    from rlvr_gym.backends.planning.choice import choose, workload_for
+    from rlvr_gym.backends.planning.hardware import detect
+    from rlvr_gym.backends.planning.memory_plan import load_shape
 
     hardware = hardware or detect()
     # Without a GPU the answer is trl whatever the model; do not require its config to say so.
     shape = load_shape(model) if model is not None and hardware.gpus else None
     return choose(shape, hardware, workload_for(config) if config is not None else None).backend
+
+
+__all__ = ["BACKENDS", "Backend", "LoraSettings", "RunConfig", "RunResult", "auto", "get"]

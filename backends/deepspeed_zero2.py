@@ -20,12 +20,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from backends import trl as trl_backend
-from backends.launch import LaunchSpec, is_worker, run, worker_main, write_job
-from backends.trl import RunResult
-from envs import SingleTurnEnv
-from trainers.config import GRPOConfig, LoraSettings
-from trainers.metrics import plot_rewards, read_metrics
+from rlvr_gym.backends import trl as trl_backend
+from rlvr_gym.backends.config import LoraSettings, RunConfig
+from rlvr_gym.backends.engine.launch import LaunchSpec, is_worker, run, worker_main, write_job
+from rlvr_gym.backends.metrics import plot_rewards, read_metrics
+from rlvr_gym.backends.protocol import RunResult
+from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
 
 NAME = "deepspeed-zero2"
 REQUIRED = (*trl_backend.REQUIRED, "deepspeed")
@@ -43,7 +44,7 @@ MICRO_BATCH = 1
 MAX_GRAD_NORM = 1.0
 
 
-def available() -> tuple[bool, str]:
+def available(**_options: Any) -> tuple[bool, str]:
     """Whether DeepSpeed can run here: the trl stack, deepspeed, and a C++ compiler for its ops."""
     missing = [name for name in REQUIRED if importlib.util.find_spec(name) is None]
     if missing:
@@ -88,12 +89,12 @@ def zero2_config(*, offload: bool = True, pin_memory: bool | None = None) -> dic
 
 
 def training_overrides(
-    config: GRPOConfig, *, micro_batch_size: int | None = None, offload: bool = True
+    config: RunConfig, *, micro_batch_size: int | None = None, offload: bool = True
 ) -> dict[str, Any]:
     """The TRL/transformers arguments this backend adds to the ``trl`` backend's."""
     micro = micro_batch_size or config.completions_per_step
     if micro < 1:
-        raise ValueError(f"micro_batch_size must be >= 1, got {micro}")
+        raise InvalidArgument(f"micro_batch_size must be >= 1, got {micro}")
     return {
         "deepspeed": zero2_config(offload=offload),
         "per_device_train_batch_size": micro,
@@ -111,7 +112,7 @@ def extensions_dir() -> Path:
 
 def train(
     env: SingleTurnEnv,
-    config: GRPOConfig,
+    config: RunConfig,
     *,
     model: str | Path,
     resume: bool = False,
@@ -128,7 +129,7 @@ def train(
     """
     ok, why = available()
     if not ok:
-        raise RuntimeError(f"deepspeed-zero2 backend unavailable: {why}")
+        raise NotAvailable(f"deepspeed-zero2 backend unavailable: {why}")
     launch = launch or LaunchSpec()
     overrides = {
         **training_overrides(config, micro_batch_size=micro_batch_size, offload=offload),
@@ -159,11 +160,11 @@ def _plot(output_dir: Path) -> Path | None:
 
 
 def _train_here(
-    env: SingleTurnEnv, config: GRPOConfig, *, model: str | Path, resume: bool, overrides: dict[str, Any]
+    env: SingleTurnEnv, config: RunConfig, *, model: str | Path, resume: bool, overrides: dict[str, Any]
 ) -> RunResult:
     base = None
     if config.liger_loss:
-        from backends.liger import liger_trainer_class
+        from rlvr_gym.backends.engine.liger import liger_trainer_class
 
         base = liger_trainer_class()
     try:
@@ -233,7 +234,7 @@ def optimizer_evidence(engine: Any) -> dict[str, Any]:
     zero = getattr(engine, "optimizer", None)
     inner = getattr(zero, "optimizer", None)
     if zero is None or inner is None:
-        raise RuntimeError(f"not a DeepSpeed ZeRO engine: {type(engine).__name__}")
+        raise RunFailed(f"not a DeepSpeed ZeRO engine: {type(engine).__name__}")
     states = [
         t for state in inner.state.values() for t in state.values() if hasattr(t, "device") and t.dim() > 0
     ]

@@ -16,13 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from backends import trl as trl_backend
-from backends.launch import LaunchSpec, is_worker, run, worker_main, write_job
-from backends.trl import RunResult
-from backends.vllm_server import VLLMServer, trl_vllm_serve_command
-from envs import SingleTurnEnv
-from trainers.config import GRPOConfig
-from trainers.metrics import plot_rewards, read_metrics
+from rlvr_gym.backends import trl as trl_backend
+from rlvr_gym.backends.config import RunConfig
+from rlvr_gym.backends.engine.launch import LaunchSpec, is_worker, run, worker_main, write_job
+from rlvr_gym.backends.engine.vllm_server import VLLMServer, trl_vllm_serve_command
+from rlvr_gym.backends.metrics import plot_rewards, read_metrics
+from rlvr_gym.backends.protocol import RunResult
+from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.error import InvalidArgument, NotAvailable
 
 NAME = "fsdp-vllm"
 Mode = Literal["server", "colocate"]
@@ -50,7 +51,7 @@ def missing(mode: Mode = "server") -> list[str]:
     return problems
 
 
-def available(mode: Mode = "server") -> tuple[bool, str]:
+def available(mode: Mode = "server", **_options: Any) -> tuple[bool, str]:
     """Whether FSDP2 + vLLM can run here; if not, exactly what is missing."""
     problems = missing(mode)
     if problems:
@@ -70,7 +71,7 @@ def decoder_layer_classes(model: str | Path) -> list[str]:
         list(getattr(getattr(transformers, name, None), "_no_split_modules", None) or []) if name else []
     )
     if not classes:
-        raise ValueError(
+        raise InvalidArgument(
             f"no decoder-layer class known for model_type {config.model_type!r}; cannot plan FSDP wrapping"
         )
     return classes
@@ -88,7 +89,7 @@ def fsdp_overrides(
     """The TRL/transformers arguments for FSDP2 (the fields of TRL's ``accelerate_configs/fsdp2.yaml``)
     and vLLM generation in ``mode``."""
     if mode not in ("server", "colocate"):
-        raise ValueError(f"mode must be 'server' or 'colocate', got {mode!r}")
+        raise InvalidArgument(f"mode must be 'server' or 'colocate', got {mode!r}")
     overrides: dict[str, Any] = {
         "fsdp": "full_shard auto_wrap",
         "fsdp_config": {
@@ -119,7 +120,7 @@ def shard(model: Any, layer_classes: Sequence[str]) -> Any:
 
     layers = [m for m in model.modules() if type(m).__name__ in set(layer_classes)]
     if not layers:
-        raise ValueError(f"no module of classes {list(layer_classes)} in {type(model).__name__}")
+        raise InvalidArgument(f"no module of classes {list(layer_classes)} in {type(model).__name__}")
     for layer in layers:
         fully_shard(layer)
     fully_shard(model)
@@ -128,7 +129,7 @@ def shard(model: Any, layer_classes: Sequence[str]) -> Any:
 
 def train(
     env: SingleTurnEnv,
-    config: GRPOConfig,
+    config: RunConfig,
     *,
     model: str | Path,
     resume: bool = False,
@@ -142,7 +143,7 @@ def train(
     """Train ``env`` with FSDP2 on this machine's GPUs and vLLM generation; refuses where it cannot run."""
     ok, why = available(mode)
     if not ok:
-        raise RuntimeError(f"fsdp-vllm cannot run here: {why}")
+        raise NotAvailable(f"fsdp-vllm cannot run here: {why}")
     import torch
 
     total = torch.cuda.device_count()
@@ -159,7 +160,7 @@ def train(
             run(spec.command(__name__, ["--job", str(job)]))
         else:
             if not 1 <= vllm_gpus < total:
-                raise ValueError(
+                raise InvalidArgument(
                     f"vllm_gpus must leave at least one of {total} GPUs for training, got {vllm_gpus}"
                 )
             train_gpus, serve_gpus = list(range(total - vllm_gpus)), list(range(total - vllm_gpus, total))
@@ -189,7 +190,7 @@ def train(
 
 
 def _train_here(
-    env: SingleTurnEnv, config: GRPOConfig, *, model: str | Path, resume: bool, overrides: dict[str, Any]
+    env: SingleTurnEnv, config: RunConfig, *, model: str | Path, resume: bool, overrides: dict[str, Any]
 ) -> RunResult:
     import torch.distributed as dist
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from backends.rewards import EnvRewards
-from envs import SingleTurnEnv
-from trainers.config import GRPOConfig
-from trainers.metrics import MetricsWriter, plot_rewards, read_metrics, truncate_metrics
+from rlvr_gym.backends.config import RunConfig
+from rlvr_gym.backends.engine.rewards import EnvRewards
+from rlvr_gym.backends.metrics import MetricsWriter, plot_rewards, read_metrics, truncate_metrics
+from rlvr_gym.backends.protocol import RunResult
+from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.error import InvalidArgument, MissingPath, NotAvailable
 
 logger = logging.getLogger("rlvr_gym.backends")
 
@@ -24,18 +25,7 @@ NAME = "trl"
 REQUIRED = ("torch", "trl", "transformers", "datasets", "accelerate")
 
 
-@dataclass
-class RunResult:
-    """What a finished run left behind."""
-
-    output_dir: Path
-    model_dir: Path
-    steps: int
-    metrics: list[dict[str, Any]] = field(default_factory=list)
-    plot: Path | None = None
-
-
-def available() -> tuple[bool, str]:
+def available(**_options: Any) -> tuple[bool, str]:
     """Whether this backend can run here, and if not, exactly what is missing."""
     missing = [name for name in REQUIRED if importlib.util.find_spec(name) is None]
     if missing:
@@ -86,7 +76,7 @@ def build_dataset(
             max_prompt_length,
         )
     if not rows:
-        raise ValueError(f"no {split} prompt fits max_prompt_length={max_prompt_length}")
+        raise InvalidArgument(f"no {split} prompt fits max_prompt_length={max_prompt_length}")
     return Dataset.from_list(rows)
 
 
@@ -100,8 +90,8 @@ def _prompt_tokens(tokenizer: Any, prompt: Any) -> int:
     )
 
 
-def trl_config(config: GRPOConfig, rewards: EnvRewards, **overrides: Any):
-    """TRL's ``GRPOConfig`` for our config (CPU: fp32 and ``use_cpu``; GPU: bf16 when supported)."""
+def trl_config(config: RunConfig, rewards: EnvRewards, **overrides: Any):
+    """TRL's ``RunConfig`` for our config (CPU: fp32 and ``use_cpu``; GPU: bf16 when supported)."""
     import torch
     from trl import GRPOConfig as TRLGRPOConfig
 
@@ -141,7 +131,7 @@ def trl_config(config: GRPOConfig, rewards: EnvRewards, **overrides: Any):
     return TRLGRPOConfig(**kwargs)
 
 
-def peft_config(config: GRPOConfig):
+def peft_config(config: RunConfig):
     if config.lora is None:
         return None
     from peft import LoraConfig
@@ -192,18 +182,18 @@ def last_checkpoint(output_dir: str | Path) -> Path | None:
     return max(complete)[1] if complete else None
 
 
-def trainer_class_for(config: GRPOConfig, base: Any = None) -> type:
+def trainer_class_for(config: RunConfig, base: Any = None) -> type:
     """The trainer class a run uses: ``base`` (default TRL's ``GRPOTrainer``), Liger's loss if
     ``config.liger_loss``, and the memory path of ``backends/memory.py`` as the config switches it."""
     from trl import GRPOTrainer
 
     trainer_class = base or GRPOTrainer
     if config.liger_loss:
-        from backends.liger import liger_trainer_class
+        from rlvr_gym.backends.engine.liger import liger_trainer_class
 
         trainer_class = liger_trainer_class(trainer_class)
     if config.chunked_logps or config.offload_activations:
-        from backends.memory import memory_trainer_class
+        from rlvr_gym.backends.engine.memory import memory_trainer_class
 
         trainer_class = memory_trainer_class(
             trainer_class,
@@ -217,7 +207,7 @@ def trainer_class_for(config: GRPOConfig, base: Any = None) -> type:
 
 def train(
     env: SingleTurnEnv,
-    config: GRPOConfig,
+    config: RunConfig,
     *,
     model: str | Path,
     resume: bool = False,
@@ -231,7 +221,7 @@ def train(
     """
     ok, why = available()
     if not ok:
-        raise RuntimeError(f"trl backend unavailable: {why}")
+        raise NotAvailable(f"trl backend unavailable: {why}")
     from transformers import AutoTokenizer
 
     trainer_class = trainer_class_for(config, trainer_class)
@@ -239,7 +229,7 @@ def train(
     output_dir = Path(config.output_dir)
     checkpoint = last_checkpoint(output_dir) if resume else None
     if resume and checkpoint is None:
-        raise FileNotFoundError(f"--resume: no checkpoint-* folder in {output_dir}")
+        raise MissingPath(f"--resume: no checkpoint-* folder in {output_dir}")
     tokenizer = AutoTokenizer.from_pretrained(str(model))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -74,7 +74,7 @@ ARCHS: dict[str, dict[str, Any]] = {
     ),
 }
 
-# Each configuration: GRPOConfig changes and whether it is TRL's own trainer untouched.
+# Each configuration: RunConfig changes and whether it is TRL's own trainer untouched.
 OFF = dict(chunked_logps=False, gradient_checkpointing=False, offload_activations=False)
 CONFIGS: dict[str, dict[str, Any]] = {
     "vanilla": dict(OFF),
@@ -122,8 +122,8 @@ def build_model(out: Path, arch: str, *, cuda: bool) -> Path:
 
 def bench_env(prompt_len: int):
     """Text prompts of exactly ``prompt_len`` tokens; a deterministic, varied score per completion."""
-    from envs import SingleTurnEnv
-    from verifiers import Verdict
+    from rlvr_gym.envs import SingleTurnEnv
+    from rlvr_gym.verifiers import Verdict
 
     def score(completion: object, task: dict) -> Verdict:
         return Verdict.fail("wrong_answer", score=(zlib.crc32(str(completion).encode()) % 1000) / 999)
@@ -151,14 +151,14 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
     from trl import GRPOTrainer
 
-    from backends import trl as trl_backend
-    from trainers.config import GRPOConfig
+    from rlvr_gym.backends import trl as trl_backend
+    from rlvr_gym.backends.config import RunConfig
 
     cuda = torch.cuda.is_available()
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    config = GRPOConfig(
+    config = RunConfig(
         model=spec["model"],
         num_generations=GROUP,
         prompts_per_step=spec["prompts_per_step"],

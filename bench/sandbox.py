@@ -140,10 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     sys.path.insert(0, str(ROOT))
-    from envs.code_env import fenced
-    from envs.data import read_jsonl
-    from envs.humaneval import humaneval_tests
-    from verifiers.code import CodeVerifier, Limits, SandboxPool
+    from rlvr_gym.envs.code_env import fenced
+    from rlvr_gym.envs.data import read_jsonl
+    from rlvr_gym.envs.humaneval import humaneval_tests
+    from rlvr_gym.verifiers.code import CodeVerifier, Limits, SandboxPool
 
     rows = read_jsonl(args.data)
     problems = rows + rows

@@ -17,10 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envs.math500 import distinct_answers
-from verifiers.math import MathVerifier, normalize
+
+from rlvr_gym.envs.math500 import distinct_answers
+from rlvr_gym.verifiers.math import MathVerifier, normalize
 
 CORRECT_FORMATS = (
     "Let me compute step by step.\n{s}\n#### {a}",

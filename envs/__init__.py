@@ -6,9 +6,9 @@
 >>> obs, reward, terminated, truncated, info = env.step("<answer>42</answer>")
 """
 
-from envs.checker import CHECK_NAMES, EnvCheckError, check_env
-from envs.env import EnvStateError, SingleTurnEnv
-from envs.registration import (
+from rlvr_gym.envs.checker import CHECK_NAMES, EnvCheckError, check_env
+from rlvr_gym.envs.env import EnvStateError, SingleTurnEnv
+from rlvr_gym.envs.registration import (
     ENTRY_POINT_GROUP,
     DuplicateEnvError,
     EnvArgumentError,
@@ -23,13 +23,13 @@ from envs.registration import (
     registry,
     spec,
 )
-from envs.spaces import AnyText, ChatMessages
+from rlvr_gym.envs.spaces import AnyText, ChatMessages
 
-register("arith", "envs.arith:ArithEnv")
-register("gsm8k", "envs.gsm8k:GSM8KEnv")
-register("math500", "envs.math500:MATH500Env")
-register("humaneval", "envs.humaneval:HumanEvalEnv")
-register("mbpp", "envs.mbpp:MbppEnv")
+register("arith", "rlvr_gym.envs.arith:ArithEnv")
+register("gsm8k", "rlvr_gym.envs.gsm8k:GSM8KEnv")
+register("math500", "rlvr_gym.envs.math500:MATH500Env")
+register("humaneval", "rlvr_gym.envs.humaneval:HumanEvalEnv")
+register("mbpp", "rlvr_gym.envs.mbpp:MbppEnv")
 load_plugins()
 
 __all__ = [

@@ -10,8 +10,9 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-from envs.env import SingleTurnEnv
-from verifiers import NumberMatch, NumericProximity, Rubric, Task
+from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.error import InvalidArgument, InvalidType, OutOfRange
+from rlvr_gym.verifiers import NumberMatch, NumericProximity, Rubric, Task
 
 OPERATIONS = "+-*"
 _NAMES = ("Ava", "Ben", "Chloe", "Dev", "Emma", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kira", "Leo")
@@ -102,7 +103,7 @@ class ArithTasks(Sequence[dict[str, Any]]):
         if index < 0:
             index += self.size
         if not 0 <= index < self.size:
-            raise IndexError(f"task index {index} out of range ({self.size} tasks)")
+            raise OutOfRange(f"task index {index} out of range ({self.size} tasks)")
         return generate_task(index=index, **self.params)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -130,7 +131,7 @@ class ArithEnv(SingleTurnEnv):
     ) -> None:
         super().__init__(**env_options)
         if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+            raise InvalidType(f"seed must be an int, got {type(seed).__name__}")
         for name, value in (
             ("num_steps", num_steps),
             ("max_operand", max_operand),
@@ -138,9 +139,11 @@ class ArithEnv(SingleTurnEnv):
             ("test_size", test_size),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+                raise InvalidArgument(f"{name} must be an integer >= 1, got {value!r}")
         if not isinstance(operations, str) or not operations or set(operations) - set(OPERATIONS):
-            raise ValueError(f"operations must be a non-empty string of {OPERATIONS!r}, got {operations!r}")
+            raise InvalidArgument(
+                f"operations must be a non-empty string of {OPERATIONS!r}, got {operations!r}"
+            )
         self.params = {
             "seed": seed,
             "num_steps": num_steps,

@@ -12,11 +12,12 @@ from typing import Any
 
 from gymnasium import spaces
 
-from envs.env import EnvStateError, SingleTurnEnv
-from verifiers import Verdict
+from rlvr_gym.envs.env import EnvStateError, SingleTurnEnv
+from rlvr_gym.error import Error
+from rlvr_gym.verifiers import Verdict
 
 
-class EnvCheckError(AssertionError):
+class EnvCheckError(Error, AssertionError):
     """An env broke a rule of the SingleTurnEnv contract (the message names the rule)."""
 
     def __init__(self, check: str, message: str) -> None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from envs.env import SingleTurnEnv
-from verifiers import CodeVerifier, Limits, Rubric, SandboxPool, Task, Verdict, completion_text
+from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.error import InvalidArgument
+from rlvr_gym.verifiers import CodeVerifier, Limits, Rubric, SandboxPool, Task, Verdict, completion_text
 
 FENCE_INSTRUCTION = "Reply with the complete Python program in a single ```python fenced code block."
 
@@ -43,7 +44,7 @@ class CodeEnv(SingleTurnEnv):
     def verify_batch(self, completions: Sequence[object], tasks: Sequence[Task]) -> list[Verdict]:
         """Like ``verify`` for each pair, but all text completions run in parallel on the pool."""
         if len(completions) != len(tasks):
-            raise ValueError(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
+            raise InvalidArgument(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
         texts = [(i, text) for i, c in enumerate(completions) if (text := completion_text(c)) is not None]
         try:
             batch = self.verifier.verify_batch([t for _, t in texts], [tasks[i] for i, _ in texts])

@@ -15,10 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rlvr_gym.error import NotAvailable
+
 DATA_DIR_ENV = "RLVR_GYM_DATA_DIR"
 
 
-class DataUnavailableError(RuntimeError):
+class DataUnavailableError(NotAvailable):
     """The rows could not be loaded; the message says which sources were tried and how to fix it."""
 
 

@@ -17,14 +17,15 @@ from typing import Any, ClassVar, Literal
 
 import gymnasium
 
-from envs.spaces import AnyText, ChatMessages
-from verifiers import Rubric, Task, Verdict, Verifier, run_verifier
+from rlvr_gym.envs.spaces import AnyText, ChatMessages
+from rlvr_gym.error import Error, InvalidArgument, InvalidType, OutOfRange
+from rlvr_gym.verifiers import Rubric, Task, Verdict, Verifier, run_verifier
 
 PromptFormat = Literal["chat", "text"]
 Observation = list[dict[str, str]] | str
 
 
-class EnvStateError(RuntimeError):
+class EnvStateError(Error, RuntimeError):
     """``step`` called at the wrong time (before ``reset``, or twice in one episode)."""
 
 
@@ -38,11 +39,11 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
 
     def __init__(self, *, prompt_format: PromptFormat = "chat", system_prompt: str | None = None) -> None:
         if prompt_format not in ("chat", "text"):
-            raise ValueError(f"prompt_format must be 'chat' or 'text', got {prompt_format!r}")
+            raise InvalidArgument(f"prompt_format must be 'chat' or 'text', got {prompt_format!r}")
         if system_prompt is not None and not isinstance(system_prompt, str):
-            raise TypeError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
+            raise InvalidType(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
         if not self.splits:
-            raise ValueError(f"{type(self).__name__}.splits is empty: an env needs at least one split")
+            raise InvalidArgument(f"{type(self).__name__}.splits is empty: an env needs at least one split")
         self.prompt_format: PromptFormat = prompt_format
         self.system_prompt = system_prompt if system_prompt is not None else self.default_system_prompt
         self.observation_space = ChatMessages() if prompt_format == "chat" else AnyText()
@@ -72,13 +73,13 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
     def tasks(self, split: str = "train") -> Sequence[Task]:
         """The tasks of ``split`` (validated name; loaded once)."""
         if split not in self.splits:
-            raise ValueError(
+            raise InvalidArgument(
                 f"unknown split {split!r} for {type(self).__name__}; splits are {list(self.splits)}"
             )
         if split not in self._tasks:
             loaded = self.load_tasks(split)
             if len(loaded) == 0:
-                raise ValueError(f"{type(self).__name__} split {split!r} has no tasks")
+                raise InvalidArgument(f"{type(self).__name__} split {split!r} has no tasks")
             self._tasks[split] = loaded
         return self._tasks[split]
 
@@ -97,7 +98,7 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
     def verify_batch(self, completions: Sequence[object], tasks: Sequence[Task]) -> list[Verdict]:
         """Score completions against their tasks, pairwise (same length required)."""
         if len(completions) != len(tasks):
-            raise ValueError(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
+            raise InvalidArgument(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
         return [self.verify(c, t) for c, t in zip(completions, tasks, strict=True)]
 
     # ----- Gymnasium API -----------------------------------------------------------------------
@@ -114,14 +115,14 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
         split = options.pop("split", self.splits[0])
         index = options.pop("index", None)
         if options:
-            raise ValueError(f"unknown reset options {sorted(options)}; known: 'index', 'split'")
+            raise InvalidArgument(f"unknown reset options {sorted(options)}; known: 'index', 'split'")
         tasks = self.tasks(split)
         if index is None:
             index = int(self.np_random.integers(len(tasks)))
         elif isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(f"options['index'] must be an int, got {type(index).__name__}")
+            raise InvalidType(f"options['index'] must be an int, got {type(index).__name__}")
         elif not 0 <= index < len(tasks):
-            raise IndexError(
+            raise OutOfRange(
                 f"options['index']={index} is out of range for split {split!r} ({len(tasks)} tasks)"
             )
         task = tasks[index]

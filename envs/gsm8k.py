@@ -13,11 +13,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from envs.data import load_rows
-from envs.env import SingleTurnEnv
-from verifiers import Rubric, Task
-from verifiers.format import TagFormat
-from verifiers.math import MathVerifier, fast_number, normalize
+from rlvr_gym.envs.data import load_rows
+from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.error import InvalidArgument
+from rlvr_gym.verifiers import Rubric, Task
+from rlvr_gym.verifiers.format import TagFormat
+from rlvr_gym.verifiers.math import MathVerifier, fast_number, normalize
 
 SYSTEM_PROMPT = (
     "Solve the math word problem. Reason step by step inside <think></think>, then give only the "
@@ -31,7 +32,7 @@ def parse_row(row: dict[str, Any]) -> dict[str, Any]:
     """A GSM8K row as a task: the question, the final number, and the worked solution."""
     solution, marker, final = str(row["answer"]).rpartition("####")
     if not marker:
-        raise ValueError(f"GSM8K row has no '#### answer' line: {row['answer']!r:.80}")
+        raise InvalidArgument(f"GSM8K row has no '#### answer' line: {row['answer']!r:.80}")
     return {
         "question": str(row["question"]),
         "answer": final.strip().replace(",", ""),

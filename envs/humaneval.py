@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envs.code_env import FENCE_INSTRUCTION, CodeEnv, fenced
-from envs.data import data_dir, load_hub, read_jsonl
-from verifiers import Task
+from rlvr_gym.envs.code_env import FENCE_INSTRUCTION, CodeEnv, fenced
+from rlvr_gym.envs.data import data_dir, load_hub, read_jsonl
+from rlvr_gym.verifiers import Task
 
 FILENAME = "HumanEval.jsonl.gz"
 HUB_NAME = "openai/openai_humaneval"

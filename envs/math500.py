@@ -13,10 +13,10 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from envs.data import load_rows
-from envs.env import SingleTurnEnv
-from verifiers import Reason, Rubric, Task, Verdict
-from verifiers.math import MathVerifier, fast_number, find_boxed, normalize
+from rlvr_gym.envs.data import load_rows
+from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.verifiers import Reason, Rubric, Task, Verdict
+from rlvr_gym.verifiers.math import MathVerifier, fast_number, find_boxed, normalize
 
 SYSTEM_PROMPT = (
     "Solve the math problem. Reason step by step, then write the final answer, simplified, "

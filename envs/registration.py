@@ -22,7 +22,8 @@ from gymnasium import error as gym_error
 from gymnasium.envs.registration import EnvSpec as GymEnvSpec
 from gymnasium.envs.registration import parse_env_id
 
-from envs.env import SingleTurnEnv
+from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.error import Error
 
 logger = logging.getLogger("rlvr_gym.envs")
 
@@ -30,7 +31,7 @@ ENTRY_POINT_GROUP = "rlvr_gym.envs"
 EnvFactory = Callable[..., SingleTurnEnv]
 
 
-class RegistryError(Exception):
+class RegistryError(Error):
     """Base class of registry errors; the message says what to do."""
 
 

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from rlvr_gym.error import InvalidArgument
+
 ROLES = ("system", "user", "assistant")
 _SAMPLE_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789 +-*/=.,?<>\n"
 
@@ -21,7 +23,7 @@ class AnyText(spaces.Space[str]):
 
     def __init__(self, max_length: int | None = None, seed: int | None = None) -> None:
         if max_length is not None and max_length < 1:
-            raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
+            raise InvalidArgument(f"max_length must be >= 1 or None, got {max_length}")
         self.max_length = max_length
         super().__init__(shape=None, dtype=None, seed=seed)
 

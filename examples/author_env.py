@@ -14,8 +14,8 @@ import argparse
 import random
 from collections.abc import Sequence
 
-import envs
-from verifiers import NumberMatch, Rubric, TagFormat
+from rlvr_gym import envs
+from rlvr_gym.verifiers import NumberMatch, Rubric, TagFormat
 
 ENV_ID = "examples/vowels-v0"
 WORDS = [

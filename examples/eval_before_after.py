@@ -16,10 +16,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import envs
-from trainers import TINY_DEMO, GRPOConfig, evaluate, train
-from trainers.cli import parse_env_args
-from trainers.report import build_report
+from rlvr_gym import envs
+from rlvr_gym.trainers import TINY_DEMO, RunConfig, evaluate, train
+from rlvr_gym.trainers.cli import parse_env_args
+from rlvr_gym.trainers.report import build_report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_dir = Path(args.output_dir)
     model = args.model
     if model is None:
-        from trainers.tiny_model import build_tiny_model
+        from rlvr_gym.trainers.tiny_model import build_tiny_model
 
         model = str(build_tiny_model(run_dir / "tiny-model", env))
     common = dict(
@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = {**TINY_DEMO, "max_steps": args.steps, "warm_start_steps": args.warm_start_steps}
     if args.model is not None:
         settings.update(learning_rate=1e-6, warm_start_steps=0)
-    config = GRPOConfig(
+    config = RunConfig(
         model=model, env_id=args.env, output_dir=str(run_dir), save_steps=args.steps, **settings
     )
     phase(f"training: {config.warm_start_steps} warm-start steps, then {config.max_steps} GRPO steps")

@@ -16,8 +16,8 @@ import re
 from collections.abc import Sequence
 from fractions import Fraction
 
-from verifiers import Reason, Verdict, extract_answer
-from verifiers.testing import (
+from rlvr_gym.verifiers import Reason, Verdict, extract_answer
+from rlvr_gym.verifiers.testing import (
     VerifierCheckError,
     check_verifier,
     completions,

@@ -20,8 +20,8 @@ import json
 import sys
 from collections.abc import Sequence
 
-import backends
-from trainers import GRPOConfig, LoraSettings, train
+from rlvr_gym import backends
+from rlvr_gym.trainers import LoraSettings, RunConfig, train
 
 RECIPE_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
 RECIPE_BACKEND = "deepspeed-zero2"  # ZeRO-2, optimizer states offloaded to CPU
@@ -49,11 +49,11 @@ def default_backend() -> str:
     return RECIPE_BACKEND if RECIPE_BACKEND in backends.BACKENDS else "auto"
 
 
-def build_config(args: argparse.Namespace) -> GRPOConfig:
+def build_config(args: argparse.Namespace) -> RunConfig:
     settings = dict(TINY if args.tiny else RECIPE)
     if args.max_steps is not None:
         settings["max_steps"] = args.max_steps
-    return GRPOConfig(
+    return RunConfig(
         model=None if args.tiny else args.model,
         env_id="gsm8k",
         lora=LoraSettings(r=16, alpha=32, target_modules=ATTENTION),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from envs.code_env import fenced  # noqa: F401 - re-exported for the tests
-from verifiers.code.sandbox import UID_BASE
+from rlvr_gym.envs.code_env import fenced  # noqa: F401 - re-exported for the tests
+from rlvr_gym.verifiers.code.sandbox import UID_BASE
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 HUMANEVAL = SHARED_DATA / "HumanEval.jsonl.gz"

@@ -28,9 +28,9 @@ def warm_arith_model(tmp_path_factory):
     a minute on a busy 2-core machine and several test modules train from it.
     """
     pytest.importorskip("transformers", reason="needs rlvr-gym[trl]")
-    import envs
-    from trainers.tiny_model import build_tiny_model
-    from trainers.warm_start import warm_start
+    from rlvr_gym import envs
+    from rlvr_gym.trainers.tiny_model import build_tiny_model
+    from rlvr_gym.trainers.warm_start import warm_start
 
     env = envs.make("arith")
     tiny = build_tiny_model(tmp_path_factory.mktemp("tiny"), env)

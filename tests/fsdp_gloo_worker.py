@@ -14,7 +14,7 @@ from transformers import AutoModelForCausalLM
 def main(model_dir: str, out: str) -> None:
     from torch.distributed.tensor import DTensor
 
-    from backends.fsdp_vllm import decoder_layer_classes, shard
+    from rlvr_gym.backends.fsdp_vllm import decoder_layer_classes, shard
 
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import envs
-from envs.arith import ArithEnv, generate_task
+from rlvr_gym import envs
+from rlvr_gym.envs.arith import ArithEnv, generate_task
 
 knobs = st.fixed_dictionaries(
     {

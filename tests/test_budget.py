@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
-from verifiers.math.budget import Worker
+from rlvr_gym.verifiers.math.budget import Worker
 
 TARGETS = "tests.budget_targets"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _targets_importable():
+    """The workers import rlvr_gym from the install; these test targets live in the repository."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ import random
 
 import pytest
 
-import envs
-from envs import EnvCheckError, check_env
-from envs.arith import ArithEnv
-from verifiers import Verdict
+from rlvr_gym import envs
+from rlvr_gym.envs import EnvCheckError, check_env
+from rlvr_gym.envs.arith import ArithEnv
+from rlvr_gym.verifiers import Verdict
 
 
 class ForgivingVerifier(ArithEnv):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-import envs
-from trainers.cli import main
+from rlvr_gym import envs
+from rlvr_gym.trainers.cli import main
 
 
 def test_envs_lists_ids_with_descriptions(capsys):

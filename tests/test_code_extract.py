@@ -1,6 +1,6 @@
 """Finding the program in a completion: fences present, missing, several, unclosed, other languages."""
 
-from verifiers.code import extract_code
+from rlvr_gym.verifiers.code import extract_code
 
 
 def test_single_python_fence():

@@ -6,9 +6,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rlvr_gym.verifiers import Reason, Rubric, run_verifier
+from rlvr_gym.verifiers.code import (
+    CodeVerifier,
+    InvalidTests,
+    Limits,
+    SandboxPool,
+    compile_submission,
+    same_value,
+)
 from tests.code_support import calls_task, fenced, sandbox_processes
-from verifiers import Reason, Rubric, run_verifier
-from verifiers.code import CodeVerifier, InvalidTests, Limits, SandboxPool, compile_submission, same_value
 
 FAST = Limits(wall_s=2.0, cpu_s=2)
 

@@ -12,13 +12,13 @@ import torch
 
 pytest.importorskip("deepspeed", reason="the deepspeed backend tests need rlvr-gym[deepspeed]")
 
-import envs
-from backends import deepspeed_zero2
-from backends.launch import LaunchSpec
-from trainers.config import GRPOConfig
-from trainers.metrics import read_metrics
-from trainers.tiny_model import build_tiny_model
-from trainers.train import train
+from rlvr_gym import envs
+from rlvr_gym.backends import deepspeed_zero2
+from rlvr_gym.backends.config import RunConfig
+from rlvr_gym.backends.engine.launch import LaunchSpec
+from rlvr_gym.backends.metrics import read_metrics
+from rlvr_gym.trainers.tiny_model import build_tiny_model
+from rlvr_gym.trainers.train import train
 
 ok, why = deepspeed_zero2.available()
 pytestmark = pytest.mark.skipif(not ok, reason=why)
@@ -29,7 +29,7 @@ def tiny_arith(warm_arith_model):
     return warm_arith_model
 
 
-def config_for(tmp_path, model, **changes) -> GRPOConfig:
+def config_for(tmp_path, model, **changes) -> RunConfig:
     base = dict(
         model=str(model),
         max_steps=2,
@@ -41,7 +41,7 @@ def config_for(tmp_path, model, **changes) -> GRPOConfig:
         save_steps=100,
         output_dir=str(tmp_path / "run"),
     )
-    return GRPOConfig(**{**base, **changes})
+    return RunConfig(**{**base, **changes})
 
 
 def assert_offloaded(output_dir, world_size: int) -> list[dict]:
@@ -113,7 +113,7 @@ def test_zero2_offload_trains_arith_in_two_processes_with_torchrun(tmp_path, tin
 
 @pytest.mark.slow
 def test_zero2_trains_gsm8k_with_lora_in_one_process(tmp_path):
-    from trainers.config import LoraSettings
+    from rlvr_gym.backends.config import LoraSettings
 
     env = envs.make("gsm8k")
     model = build_tiny_model(tmp_path / "tiny", env)
@@ -131,7 +131,7 @@ def test_zero2_config_offloads_the_optimizer_and_defers_to_trl_arguments():
     assert config["zero_optimization"]["offload_optimizer"]["device"] == "cpu"
     assert config["gradient_accumulation_steps"] == "auto" and config["gradient_clipping"] == "auto"
     assert "offload_optimizer" not in deepspeed_zero2.zero2_config(offload=False)["zero_optimization"]
-    recipe = GRPOConfig(**deepspeed_zero2.RECIPE)
+    recipe = RunConfig(**deepspeed_zero2.RECIPE)
     overrides = deepspeed_zero2.training_overrides(recipe, micro_batch_size=deepspeed_zero2.MICRO_BATCH)
     assert overrides["per_device_train_batch_size"] == 1 and recipe.gradient_accumulation_steps == 8
     assert recipe.lora.r == 16 and recipe.lora.target_modules == ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -141,7 +141,7 @@ def test_launch_commands_pass_multi_machine_settings_through():
     spec = LaunchSpec(
         num_processes=4, num_machines=2, machine_rank=1, main_process_ip="10.0.0.1", main_process_port=1234
     )
-    torchrun = spec.command("backends.deepspeed_zero2", ["--job", "j.pkl"])
+    torchrun = spec.command("rlvr_gym.backends.deepspeed_zero2", ["--job", "j.pkl"])
     assert torchrun[1:3] == ["-m", "torch.distributed.run"]
     assert {
         "--nproc-per-node=4",
@@ -150,7 +150,7 @@ def test_launch_commands_pass_multi_machine_settings_through():
         "--master-addr=10.0.0.1",
         "--master-port=1234",
     } <= set(torchrun)
-    assert torchrun[-4:] == ["-m", "backends.deepspeed_zero2", "--job", "j.pkl"]
+    assert torchrun[-4:] == ["-m", "rlvr_gym.backends.deepspeed_zero2", "--job", "j.pkl"]
     accelerate = LaunchSpec(**{**spec.__dict__, "launcher": "accelerate"}).command("m")
     assert {"--num_processes=8", "--num_machines=2", "--machine_rank=1", "--main_process_ip=10.0.0.1"} <= set(
         accelerate
@@ -160,7 +160,7 @@ def test_launch_commands_pass_multi_machine_settings_through():
 
 
 def test_an_unpicklable_env_is_refused_before_launch_with_the_fix(tmp_path):
-    from backends.launch import write_job
+    from rlvr_gym.backends.engine.launch import write_job
 
     env = envs.make("arith")
     env.rubric = lambda completion, task: None  # a lambda does not pickle
@@ -171,7 +171,7 @@ def test_an_unpicklable_env_is_refused_before_launch_with_the_fix(tmp_path):
 def test_cli_passes_launch_settings_only_to_the_multi_process_backend(capsys):
     import argparse
 
-    from trainers.cli import backend_options, build_parser, main
+    from rlvr_gym.trainers.cli import backend_options, build_parser, main
 
     args = build_parser().parse_args(
         [

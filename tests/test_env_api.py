@@ -2,9 +2,9 @@ from collections.abc import Sequence
 
 import pytest
 
-import envs
-from envs import EnvStateError, SingleTurnEnv
-from verifiers import ExactMatch, Reason, Rubric, Task, Verdict
+from rlvr_gym import envs
+from rlvr_gym.envs import EnvStateError, SingleTurnEnv
+from rlvr_gym.verifiers import ExactMatch, Reason, Rubric, Task, Verdict
 
 
 class Capitals(SingleTurnEnv):

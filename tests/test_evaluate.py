@@ -1,4 +1,4 @@
-"""trainers.evaluate: real tiny-model evals on arith and gsm8k, pass@k arithmetic, resume."""
+"""rlvr_gym.trainers.evaluate: real tiny-model evals on arith and gsm8k, pass@k arithmetic, resume."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import pytest
 
 pytest.importorskip("transformers", reason="evaluate needs rlvr-gym[trl]")
 
-import envs
-from trainers.cli import main
-from trainers.evaluate import evaluate, make_sampler, vllm_available
-from trainers.rollouts import RolloutLog, read_rollouts
-from trainers.tiny_model import build_tiny_model
-from trainers.warm_start import warm_start
+from rlvr_gym import envs
+from rlvr_gym.trainers.cli import main
+from rlvr_gym.trainers.evaluate import evaluate, make_sampler, vllm_available
+from rlvr_gym.trainers.rollouts import RolloutLog, read_rollouts
+from rlvr_gym.trainers.tiny_model import build_tiny_model
+from rlvr_gym.trainers.warm_start import warm_start
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -177,7 +177,7 @@ def test_killed_cli_eval_resumes_without_rescoring(arith_model, tmp_path):
     args = ["--env", "arith", *EASY_ARGS, "--model", arith_model, "--n", "4", "--limit", "60"]
     args += ["--max-new-tokens", "24"]
     args += ["--output-dir", str(out), "--no-progress"]
-    proc = subprocess.Popen([sys.executable, "-m", "trainers.cli", "eval", *args], cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "rlvr_gym.trainers.cli", "eval", *args], cwd=ROOT)
     log = out / "rollouts.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:

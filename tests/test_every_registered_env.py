@@ -2,7 +2,7 @@
 
 import pytest
 
-import envs
+from rlvr_gym import envs
 
 
 @pytest.mark.parametrize("env_id", sorted(envs.registry))

@@ -8,8 +8,8 @@ import types
 
 import pytest
 
-import backends
 from examples import author_env, property_test_verifier
+from rlvr_gym import backends
 
 
 def test_author_env_registers_checks_and_scores(capsys):
@@ -17,7 +17,7 @@ def test_author_env_registers_checks_and_scores(capsys):
     out = capsys.readouterr().out
     assert "check_env(examples/vowels-v0): spaces, reset, determinism, step, oracle, wrong_answers" in out
     assert "reward 1.00 (correct)" in out and "reward 0.00 (wrong_answer)" in out
-    import envs
+    from rlvr_gym import envs
 
     env = envs.make(author_env.ENV_ID)
     task = env.tasks("test")[3]

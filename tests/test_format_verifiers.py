@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifiers import Reason, Rubric
-from verifiers.format import IntegerAnswer, LengthBand, NumericProximity, TagFormat
-from verifiers.math import MathVerifier
-from verifiers.testing import check_verifier, completions, different_numbers, number_renderings
+from rlvr_gym.verifiers import Reason, Rubric
+from rlvr_gym.verifiers.format import IntegerAnswer, LengthBand, NumericProximity, TagFormat
+from rlvr_gym.verifiers.math import MathVerifier
+from rlvr_gym.verifiers.testing import check_verifier, completions, different_numbers, number_renderings
 
 GOOD = "<think>2 + 2 = 4</think>\n<answer>4</answer>"
 

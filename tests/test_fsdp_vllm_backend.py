@@ -18,11 +18,11 @@ pytest.importorskip("trl", reason="needs rlvr-gym[trl]")
 
 import torch
 
-import envs
-from backends import fsdp_vllm
-from backends.vllm_server import VLLMServer, VLLMServerError, trl_vllm_serve_command
-from trainers.config import GRPOConfig
-from trainers.tiny_model import build_tiny_model
+from rlvr_gym import envs
+from rlvr_gym.backends import fsdp_vllm
+from rlvr_gym.backends.config import RunConfig
+from rlvr_gym.backends.engine.vllm_server import VLLMServer, VLLMServerError, trl_vllm_serve_command
+from rlvr_gym.trainers.tiny_model import build_tiny_model
 
 FAKE_SERVER = Path(__file__).with_name("fake_vllm_server.py")
 ON_CPU = not torch.cuda.is_available()
@@ -57,13 +57,13 @@ def tiny_model(tmp_path_factory):
 
 @pytest.mark.skipif(not ON_CPU, reason="checks the refusal on a machine without CUDA")
 def test_refuses_on_cpu_naming_what_is_missing(tmp_path, tiny_model):
-    from trainers.train import train
+    from rlvr_gym.trainers.train import train
 
     ok, why = fsdp_vllm.available()
     assert not ok and "CUDA" in why
     if importlib_missing("vllm"):
         assert "vllm" in why
-    config = GRPOConfig(model=str(tiny_model), max_steps=1, output_dir=str(tmp_path / "run"))
+    config = RunConfig(model=str(tiny_model), max_steps=1, output_dir=str(tmp_path / "run"))
     with pytest.raises(RuntimeError, match="'fsdp-vllm' cannot run here: .*CUDA") as refused:
         train("arith", config, backend="fsdp-vllm")
     assert why in str(refused.value)
@@ -84,7 +84,7 @@ def importlib_missing(name: str) -> bool:
 def test_the_cli_refuses_with_the_same_one_line_message(tmp_path, tiny_model, capsys):
     if not ON_CPU:
         pytest.skip("CPU refusal")
-    from trainers.cli import main
+    from rlvr_gym.trainers.cli import main
 
     code = main(
         [

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import envs
-from envs.data import DATA_DIR_ENV, DataUnavailableError, load_rows
-from envs.gsm8k import GSM8KEnv, parse_row
-from envs.math500 import MATH500Env, distinct_answers
-from verifiers.math import normalize
+from rlvr_gym import envs
+from rlvr_gym.envs.data import DATA_DIR_ENV, DataUnavailableError, load_rows
+from rlvr_gym.envs.gsm8k import GSM8KEnv, parse_row
+from rlvr_gym.envs.math500 import MATH500Env, distinct_answers
+from rlvr_gym.verifiers.math import normalize
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -128,8 +128,8 @@ def test_check_verifier_on_the_env_rubrics_and_boxed_format(gsm8k: GSM8KEnv, mat
     """The shipped rubrics and BoxedFormat survive the checker; reference completions pass."""
     from hypothesis import strategies as st
 
-    from envs.math500 import BoxedFormat
-    from verifiers.testing import check_verifier
+    from rlvr_gym.envs.math500 import BoxedFormat
+    from rlvr_gym.verifiers.testing import check_verifier
 
     for env in (gsm8k, math500):
         tasks = env.tasks("test")[:20]

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from rlvr_gym.verifiers import Reason
+from rlvr_gym.verifiers.code import CodeVerifier, Limits, SandboxPool
 from tests.code_support import fenced, sandbox_processes
-from verifiers import Reason
-from verifiers.code import CodeVerifier, Limits, SandboxPool
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = secrets.token_hex(16)

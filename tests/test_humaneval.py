@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-import envs
-from envs.humaneval import HumanEvalEnv
+from rlvr_gym import envs
+from rlvr_gym.envs.humaneval import HumanEvalEnv
+from rlvr_gym.verifiers import Reason
 from tests.code_support import HUMANEVAL, SHARED_DATA
-from verifiers import Reason
 
 pytestmark = pytest.mark.skipif(
     not HUMANEVAL.exists(), reason=f"offline HumanEval copy not found at {HUMANEVAL}"

@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("trl", reason="needs rlvr-gym[trl]")
 
-from trainers.config import TINY_DEMO, GRPOConfig
-from trainers.train import train
+from rlvr_gym.backends.config import TINY_DEMO, RunConfig
+from rlvr_gym.trainers.train import train
 
 # From repeated runs of exactly this configuration (seeds 0, 1, 2 on a 2-core CPU), the mean
 # reward of the last fifth of steps exceeded the first fifth's by 0.118, 0.132, 0.128; a margin of half
@@ -22,9 +22,7 @@ def fifths(values: list[float]) -> tuple[float, float]:
 
 @pytest.mark.slow
 def test_grpo_raises_the_reward_of_the_tiny_model_on_arith(tmp_path):
-    config = GRPOConfig(
-        env_id="arith", output_dir=str(tmp_path / "run"), seed=0, save_steps=1000, **TINY_DEMO
-    )
+    config = RunConfig(env_id="arith", output_dir=str(tmp_path / "run"), seed=0, save_steps=1000, **TINY_DEMO)
     result = train("arith", config, backend="trl")
     rewards = [row["reward/mean"] for row in result.metrics if "reward/mean" in row]
     assert len(rewards) == TINY_DEMO["max_steps"]

@@ -7,10 +7,10 @@ from fractions import Fraction
 
 import pytest
 
-from verifiers import Reason
-from verifiers.math import MathVerifier, extract_answer, fast_number, normalize
-from verifiers.math.parse import TooLarge, parse
-from verifiers.testing import (
+from rlvr_gym.verifiers import Reason
+from rlvr_gym.verifiers.math import MathVerifier, extract_answer, fast_number, normalize
+from rlvr_gym.verifiers.math.parse import TooLarge, parse
+from rlvr_gym.verifiers.testing import (
     HOSTILE_ANSWERS,
     check_verifier,
     completions,
@@ -190,7 +190,7 @@ def test_model_text_never_reaches_a_string_evaluator(monkeypatch: pytest.MonkeyP
 
     from sympy.parsing import sympy_parser
 
-    from verifiers.math.symbolic import compare_symbolic
+    from rlvr_gym.verifiers.math.symbolic import compare_symbolic
 
     current = {"answer": ""}
 

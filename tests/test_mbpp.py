@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-import envs
-from envs.mbpp import FIXTURE_PATH, MbppEnv, mbpp_tests
+from rlvr_gym import envs
+from rlvr_gym.envs.mbpp import FIXTURE_PATH, MbppEnv, mbpp_tests
 from tests.code_support import SHARED_DATA
 
 

@@ -11,13 +11,13 @@ pytest.importorskip("trl", reason="the memory path needs rlvr-gym[trl]")
 
 import torch
 
-import envs
-from backends import memory
-from backends.trl import trainer_class_for
-from trainers.config import GRPOConfig
-from trainers.metrics import read_metrics
-from trainers.tiny_model import build_tiny_model
-from verifiers import Verdict
+from rlvr_gym import envs
+from rlvr_gym.backends.config import RunConfig
+from rlvr_gym.backends.engine import memory
+from rlvr_gym.backends.metrics import read_metrics
+from rlvr_gym.backends.trl import trainer_class_for
+from rlvr_gym.trainers.tiny_model import build_tiny_model
+from rlvr_gym.verifiers import Verdict
 
 
 def plain_logps(hidden, weight, bias, targets, temperature):
@@ -77,11 +77,11 @@ def test_bad_chunk_sizes_and_shapes_are_refused():
 def test_each_switch_picks_the_trainer_class():
     from trl import GRPOTrainer
 
-    assert trainer_class_for(GRPOConfig(chunked_logps=False, offload_activations=False)) is GRPOTrainer
-    ours = trainer_class_for(GRPOConfig())
+    assert trainer_class_for(RunConfig(chunked_logps=False, offload_activations=False)) is GRPOTrainer
+    ours = trainer_class_for(RunConfig())
     assert issubclass(ours, GRPOTrainer) and ours.__name__ == "MemoryGRPOTrainer"
     with pytest.raises(ValueError, match="logps_vocab_chunk"):
-        GRPOConfig(logps_vocab_chunk=0)
+        RunConfig(logps_vocab_chunk=0)
 
 
 class ScoredEnv(envs.SingleTurnEnv):
@@ -106,7 +106,7 @@ class ScoredEnv(envs.SingleTurnEnv):
 @pytest.mark.slow
 def test_training_with_the_memory_path_matches_trl_own_path(tmp_path, monkeypatch):
     """Two steps with the KL term on: step 1 checks the policy pass, step 2 also the reference pass."""
-    from backends import trl as trl_backend
+    from rlvr_gym.backends import trl as trl_backend
 
     env = ScoredEnv()
     model = build_tiny_model(tmp_path / "tiny", env.arith)
@@ -120,7 +120,7 @@ def test_training_with_the_memory_path_matches_trl_own_path(tmp_path, monkeypatc
     monkeypatch.setattr(memory, "chunked_completion_logps", counted)
 
     def run(name, **switches):
-        config = GRPOConfig(
+        config = RunConfig(
             model=str(model),
             max_steps=2,
             num_generations=4,

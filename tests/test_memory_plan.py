@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from backends.choice import NoBackendFits, choose, render
-from backends.hardware import GIB, Hardware
-from backends.memory_plan import ModelShape, Workload, load_shape, plan
+from rlvr_gym.backends.planning.choice import NoBackendFits, choose, render
+from rlvr_gym.backends.planning.hardware import GIB, Hardware
+from rlvr_gym.backends.planning.memory_plan import ModelShape, Workload, load_shape, plan
 
 # Published config.json values (huggingface.co/Qwen/Qwen2.5-1.5B-Instruct, Qwen/Qwen3-0.6B).
 QWEN25_15B = {
@@ -149,14 +149,14 @@ def test_choice_follows_the_hardware():
 
 
 def test_auto_on_this_cpu_machine_is_trl_without_reading_the_model():
-    import backends
+    from rlvr_gym import backends
 
     assert backends.auto("no/such-model", Hardware(cpu_memory_bytes=GIB)) == "trl"
     assert backends.auto(QWEN3_06B, gpus(2, 80, vllm=True)) == "fsdp-vllm"
 
 
 def test_render_is_one_table_with_the_choice(capsys):
-    from trainers.cli import main
+    from rlvr_gym.trainers.cli import main
 
     choice = choose(ModelShape.from_config(QWEN25_15B), gpus(1, 24), WORKLOAD)
     text = render(choice)

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from trainers.passk import mean_pass_at_k, pass_at_k
+from rlvr_gym.trainers.passk import mean_pass_at_k, pass_at_k
 
 # (n, c, k, value worked out by hand from 1 - C(n-c, k) / C(n, k))
 HAND = [

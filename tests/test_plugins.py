@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import envs
+from rlvr_gym import envs
 
 PLUGIN_MODULE = '''
-from envs import SingleTurnEnv
-from verifiers import ExactMatch, Rubric
+from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.verifiers import ExactMatch, Rubric
 
 
 class EchoEnv(SingleTurnEnv):
@@ -85,14 +85,15 @@ def installed_plugin(tmp_path_factory) -> Path:
 
 
 def run_with_plugin(site: Path, code: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(Path(envs.__file__).parents[1])])}
+    # rlvr_gym itself comes from the installed distribution; only the plugin's site is added.
+    env = {**os.environ, "PYTHONPATH": str(site)}
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_an_installed_package_registers_its_env_through_the_entry_point(installed_plugin):
     result = run_with_plugin(
         installed_plugin,
-        "import json, envs\n"
+        "import json\nfrom rlvr_gym import envs\n"
         "env = envs.make('acme/echo-v0', words=['delta'])\n"
         "obs, info = env.reset(seed=0)\n"
         "verdict = env.step('delta')[4]['verdict']\n"
@@ -105,7 +106,7 @@ def test_an_installed_package_registers_its_env_through_the_entry_point(installe
     assert report["passed"] and report["entry_point"] == "acme_envs:EchoEnv"
     assert report["check"][-1] == "wrong_answers"
     # A plugin cannot hijack a built-in id, and a malformed id is skipped — both with a warning.
-    assert report["arith"] == "envs.arith:ArithEnv"
+    assert report["arith"] == "rlvr_gym.envs.arith:ArithEnv"
     assert "bad id!" not in report["ids"]
     assert "already registered" in result.stderr and "malformed env id" in result.stderr
 

@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import envs
-from envs.arith import ArithEnv
+from rlvr_gym import envs
+from rlvr_gym.envs.arith import ArithEnv
 
 _part = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True)
 env_ids = st.builds(
@@ -42,7 +42,7 @@ def test_register_spec_make_round_trip(env_id, max_operand):
 
 
 def test_lazy_string_entry_point_imports_on_make(scratch_ids):
-    envs.register("lazy-arith-v0", "envs.arith:ArithEnv", num_steps=1)
+    envs.register("lazy-arith-v0", "rlvr_gym.envs.arith:ArithEnv", num_steps=1)
     scratch_ids.append("lazy-arith-v0")
     assert envs.make("lazy-arith-v0").params["num_steps"] == 1
     assert envs.spec("lazy-arith-v0").summary().startswith("Integer arithmetic")

@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="plots need rlvr-gym[trl] (matplotlib)")
 
-from trainers.cli import main
-from trainers.report import build_report
+from rlvr_gym.trainers.cli import main
+from rlvr_gym.trainers.report import build_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 HOSTILE = (

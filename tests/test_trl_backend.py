@@ -11,14 +11,14 @@ pytest.importorskip("trl", reason="the trl backend tests need rlvr-gym[trl]")
 import torch
 from safetensors.torch import load_file
 
-import envs
-from backends import trl as trl_backend
-from backends.rewards import EnvRewards
-from trainers.config import GRPOConfig, LoraSettings
-from trainers.metrics import read_metrics
-from trainers.tiny_model import build_tiny_model
-from trainers.train import train
-from verifiers import Rubric, Verdict
+from rlvr_gym import envs
+from rlvr_gym.backends import trl as trl_backend
+from rlvr_gym.backends.config import LoraSettings, RunConfig
+from rlvr_gym.backends.engine.rewards import EnvRewards
+from rlvr_gym.backends.metrics import read_metrics
+from rlvr_gym.trainers.tiny_model import build_tiny_model
+from rlvr_gym.trainers.train import train
+from rlvr_gym.verifiers import Rubric, Verdict
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def tiny_model(warm_arith_model):
     return warm_arith_model
 
 
-def tiny_config(tmp_path, tiny_model, **changes) -> GRPOConfig:
+def tiny_config(tmp_path, tiny_model, **changes) -> RunConfig:
     base = dict(
         model=str(tiny_model),
         max_steps=3,
@@ -37,7 +37,7 @@ def tiny_config(tmp_path, tiny_model, **changes) -> GRPOConfig:
         save_steps=100,
         output_dir=str(tmp_path / "run"),
     )
-    return GRPOConfig(**{**base, **changes})
+    return RunConfig(**{**base, **changes})
 
 
 def weights(path) -> dict[str, torch.Tensor]:
@@ -170,7 +170,7 @@ def cli_train(model, out, *extra):
     return [
         sys.executable,
         "-m",
-        "trainers.cli",
+        "rlvr_gym.trainers.cli",
         "train",
         "--env",
         "arith",
@@ -235,7 +235,7 @@ def test_a_killed_run_resumes_with_the_same_data_order_and_no_lost_metrics(tmp_p
 
 
 def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path, tiny_model):
-    from trainers.cli import main
+    from rlvr_gym.trainers.cli import main
 
     assert main(cli_train(tiny_model, tmp_path / "empty", "--resume")[3:]) == 2
 

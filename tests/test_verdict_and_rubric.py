@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifiers import NumberMatch, Reason, Rubric, Verdict, run_verifier
+from rlvr_gym.verifiers import NumberMatch, Reason, Rubric, Verdict, run_verifier
 
 
 def test_verdict_normalises_reason_and_freezes_details():

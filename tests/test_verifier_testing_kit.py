@@ -1,4 +1,4 @@
-"""verifiers.testing: the strategies say what they promise, and check_verifier catches each fault."""
+"""rlvr_gym.verifiers.testing: the strategies say what they promise, and check_verifier catches each fault."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifiers import ExactMatch, NumberMatch, Reason, Verdict
-from verifiers.math import fast_number, normalize
-from verifiers.math.parse import parse
-from verifiers.testing import (
+from rlvr_gym.verifiers import ExactMatch, NumberMatch, Reason, Verdict
+from rlvr_gym.verifiers.math import fast_number, normalize
+from rlvr_gym.verifiers.math.parse import parse
+from rlvr_gym.verifiers.testing import (
     HOSTILE_ANSWERS,
     VerifierCheckError,
     check_verifier,

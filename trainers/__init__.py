@@ -1,7 +1,11 @@
-"""Backend-neutral GRPO runs: configuration, training, evaluation, metrics and the CLI."""
+"""Backend-neutral GRPO runs: training, evaluation, reports and the CLI.
 
-from trainers.config import TINY_DEMO, GRPOConfig, LoraSettings
-from trainers.evaluate import evaluate
-from trainers.train import train
+The run description (:class:`RunConfig`) lives in :mod:`rlvr_gym.backends.config`, below both
+layers, and is re-exported here.
+"""
 
-__all__ = ["TINY_DEMO", "GRPOConfig", "LoraSettings", "evaluate", "train"]
+from rlvr_gym.backends.config import TINY_DEMO, LoraSettings, RunConfig
+from rlvr_gym.trainers.evaluate import evaluate
+from rlvr_gym.trainers.train import train
+
+__all__ = ["TINY_DEMO", "LoraSettings", "RunConfig", "evaluate", "train"]

@@ -1,4 +1,8 @@
-"""The ``rlvr-gym`` command line. Every error is one readable line and a non-zero exit code."""
+"""The ``rlvr-gym`` command line.
+
+An :class:`rlvr_gym.Error` (or an ``OSError``) is one readable line and exit code 2; anything
+else is a bug and keeps its traceback.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import envs
+from rlvr_gym import envs
+from rlvr_gym.error import Error
 
 EXIT_ERROR = 2
 EXIT_CHECK_FAILED = 1
 
 
-class CliError(Exception):
+class CliError(Error):
     """A user error: printed as one line, exit code 2."""
 
 
@@ -76,7 +81,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_tiny_model(args: argparse.Namespace) -> int:
     """Build the tiny offline model (tokenizer trained on ``--env``'s text) into OUT."""
-    from trainers.tiny_model import build_tiny_model
+    from rlvr_gym.trainers.tiny_model import build_tiny_model
 
     env = envs.make(args.env, **parse_env_args(args.env_arg))
     path = build_tiny_model(
@@ -90,7 +95,7 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
     """Launch settings for the multi-process backends; ``trl`` takes none."""
     launch_given = args.num_processes > 1 or args.num_machines > 1
     if args.backend == "deepspeed-zero2":
-        from backends.launch import LaunchSpec
+        from rlvr_gym.backends.engine.launch import LaunchSpec
 
         return {
             "launch": LaunchSpec(
@@ -111,8 +116,8 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Run GRPO on an env; metrics, checkpoints, the model and a reward plot go to --output-dir."""
-    from trainers.config import TINY_DEMO, GRPOConfig, LoraSettings
-    from trainers.train import train
+    from rlvr_gym.backends.config import TINY_DEMO, LoraSettings, RunConfig
+    from rlvr_gym.trainers.train import train
 
     # Without --model the tiny offline model trains under the demo settings; flags still win.
     defaults = TINY_DEMO if args.model is None else {"warm_start_steps": 0, "learning_rate": 1e-6}
@@ -124,7 +129,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         "learning_rate": args.learning_rate,
         "warm_start_steps": args.warm_start_steps,
     }
-    config = GRPOConfig(
+    config = RunConfig(
         model=args.model,
         env_id=args.env,
         env_kwargs=parse_env_args(args.env_arg),
@@ -158,7 +163,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Sample --n completions per task, score them, print accuracy/pass@k/rewards/reasons."""
-    from trainers.evaluate import evaluate
+    from rlvr_gym.trainers.evaluate import evaluate
 
     if args.model is None:
         raise CliError("--model is required (a Hugging Face model path or hub id; see rlvr-gym tiny-model)")
@@ -196,7 +201,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """PNG plots of RUN_DIR's metrics and an HTML page with them and sample rollouts."""
-    from trainers.report import build_report
+    from rlvr_gym.trainers.report import build_report
 
     report = build_report(args.run_dir, samples=args.samples)
     for name, path in report.plots.items():
@@ -209,13 +214,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Print the memory plan per backend for --model on this (or the described) hardware, and the pick."""
-    from backends.choice import NoBackendFits, choose, render, workload_for
-    from backends.hardware import GIB, Hardware, detect
-    from backends.memory_plan import load_shape
-    from trainers.config import GRPOConfig, LoraSettings
+    from rlvr_gym.backends.config import LoraSettings, RunConfig
+    from rlvr_gym.backends.planning.choice import NoBackendFits, choose, render, workload_for
+    from rlvr_gym.backends.planning.hardware import GIB, Hardware, detect
+    from rlvr_gym.backends.planning.memory_plan import load_shape
 
     env = envs.make(args.env, **parse_env_args(args.env_arg))
-    config = GRPOConfig(
+    config = RunConfig(
         model=args.model,
         env_id=args.env,
         num_generations=args.num_generations,
@@ -364,15 +369,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (
-        CliError,
-        envs.RegistryError,
-        ValueError,
-        TypeError,
-        LookupError,
-        FileNotFoundError,
-        RuntimeError,
-    ) as exc:
+    except Error as exc:  # everything rlvr-gym refuses on purpose; a real bug keeps its traceback
+        print(f"rlvr-gym: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:  # the machine refused (no such file, no permission, disk full)
         print(f"rlvr-gym: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

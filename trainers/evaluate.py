@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import envs
-from envs import SingleTurnEnv
-from envs.env import Observation
-from trainers.passk import mean_pass_at_k
-from trainers.rollouts import ROLLOUTS_FILE, RolloutLog
+from rlvr_gym import envs
+from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs.env import Observation
+from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
+from rlvr_gym.trainers.passk import mean_pass_at_k
+from rlvr_gym.trainers.rollouts import ROLLOUTS_FILE, RolloutLog
 
 SUMMARY_FILE = "summary.json"
 SETTINGS_FILE = "eval_settings.json"
@@ -112,7 +113,7 @@ class VLLMSampler:
     def __init__(self, model: str | Path, *, max_new_tokens: int, temperature: float) -> None:
         ok, why = vllm_available()
         if not ok:
-            raise RuntimeError(f"cannot evaluate with vLLM here: {why}")
+            raise NotAvailable(f"cannot evaluate with vLLM here: {why}")
         from vllm import LLM
 
         self.llm = LLM(model=str(model))
@@ -133,7 +134,7 @@ def make_sampler(
 ) -> Sampler:
     """``auto``: vLLM where it can run, else transformers. ``vllm`` elsewhere is refused."""
     if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; choose from {list(ENGINES)}")
+        raise InvalidArgument(f"unknown engine {engine!r}; choose from {list(ENGINES)}")
     if engine == "vllm" or (engine == "auto" and vllm_available()[0]):
         return VLLMSampler(model, max_new_tokens=max_new_tokens, temperature=temperature)
     return TransformersSampler(model, max_new_tokens=max_new_tokens, temperature=temperature)
@@ -148,7 +149,7 @@ def task_seed(seed: int, split: str, index: int) -> int:
 def summarise(rows: Sequence[dict[str, Any]], n: int, ks: Sequence[int]) -> dict[str, Any]:
     """Accuracy, pass@k, mean reward (total and per component) and reason counts of ``rows``."""
     if not rows:
-        raise ValueError("no rollouts to summarise")
+        raise InvalidArgument("no rollouts to summarise")
     per_task: dict[tuple[str, int], list[bool]] = {}
     for row in rows:
         per_task.setdefault((row["split"], row["index"]), []).append(bool(row["verdict"]["passed"]))
@@ -186,7 +187,7 @@ def _check_settings(output_dir: Path, settings: dict[str, Any]) -> None:
         before = json.loads(path.read_text())
         changed = sorted(k for k in settings if before.get(k) != settings[k])
         if changed:
-            raise ValueError(
+            raise InvalidArgument(
                 f"{output_dir} holds an eval with other settings ({', '.join(changed)} differ); "
                 "use another output dir or fresh=True (--fresh)"
             )
@@ -218,14 +219,14 @@ def evaluate(
     """
     ks = [k] if isinstance(k, int) else list(k)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n (samples per task) must be an integer >= 1, got {n!r}")
+        raise InvalidArgument(f"n (samples per task) must be an integer >= 1, got {n!r}")
     for value in ks:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= n:
-            raise ValueError(f"k must be integers in [1, n={n}], got {value!r}")
+            raise InvalidArgument(f"k must be integers in [1, n={n}], got {value!r}")
     if limit is not None and limit < 1:
-        raise ValueError(f"limit must be >= 1, got {limit}")
+        raise InvalidArgument(f"limit must be >= 1, got {limit}")
     if max_new_tokens < 1 or temperature < 0:
-        raise ValueError(
+        raise InvalidArgument(
             f"need max_new_tokens >= 1 and temperature >= 0, got {max_new_tokens}, {temperature}"
         )
     env_obj = envs.make(env) if isinstance(env, str) else env
@@ -271,7 +272,7 @@ def evaluate(
                 completions = sampler.sample(prompt, n, task_seed(seed, split, index))
                 gen_s += time.perf_counter() - t0
                 if len(completions) != n:
-                    raise RuntimeError(f"sampler returned {len(completions)} completions, expected {n}")
+                    raise RunFailed(f"sampler returned {len(completions)} completions, expected {n}")
                 for sample in samples:
                     t0 = time.perf_counter()
                     verdict = env_obj.verify(completions[sample], task)

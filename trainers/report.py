@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainers.evaluate import SUMMARY_FILE
-from trainers.metrics import plot_series, read_metrics, reward_keys
-from trainers.rollouts import find_rollout_logs, read_rollouts
+from rlvr_gym.backends.metrics import plot_series, read_metrics, reward_keys
+from rlvr_gym.error import InvalidArgument, MissingPath
+from rlvr_gym.trainers.evaluate import SUMMARY_FILE
+from rlvr_gym.trainers.rollouts import find_rollout_logs, read_rollouts
 
 REPORT_FILE = "report.html"
 PLOTS_DIR = "plots"
@@ -36,9 +37,7 @@ def make_plots(run_dir: str | Path) -> tuple[dict[str, Path], list[str]]:
     run_dir = Path(run_dir)
     rows = read_metrics(run_dir)
     if not rows:
-        raise FileNotFoundError(
-            f"no metrics in {run_dir / 'metrics.jsonl'}: is {run_dir} a training run folder?"
-        )
+        raise MissingPath(f"no metrics in {run_dir / 'metrics.jsonl'}: is {run_dir} a training run folder?")
     out = run_dir / PLOTS_DIR
     out.mkdir(exist_ok=True)
     views: dict[str, tuple[dict[str, str], str, tuple[float, float] | None]] = {
@@ -176,9 +175,9 @@ def build_report(run_dir: str | Path, *, samples: int = 8) -> Report:
     """Write ``RUN_DIR/plots/*.png`` and ``RUN_DIR/report.html``; return their paths."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise FileNotFoundError(f"run folder {run_dir} does not exist")
+        raise MissingPath(f"run folder {run_dir} does not exist")
     if samples < 0:
-        raise ValueError(f"samples must be >= 0, got {samples}")
+        raise InvalidArgument(f"samples must be >= 0, got {samples}")
     plots, missing = make_plots(run_dir)
     page = run_dir / REPORT_FILE
     page.write_text(render_page(run_dir, plots, missing, sample_rollouts(run_dir, samples)), encoding="utf-8")

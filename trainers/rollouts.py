@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rlvr_gym.error import InvalidArgument
+
 ROLLOUTS_FILE = "rollouts.jsonl"
 
 RolloutKey = tuple[str, int, int]
@@ -66,7 +68,7 @@ class RolloutLog:
         """Write one rollout and flush it to disk before the next one is scored."""
         key = rollout_key(row)
         if key in self.rows:
-            raise ValueError(f"rollout {key} is already in {self.path}")
+            raise InvalidArgument(f"rollout {key} is already in {self.path}")
         self._out.write(json.dumps(row, ensure_ascii=False) + "\n")
         self._out.flush()
         os.fsync(self._out.fileno())

@@ -11,7 +11,8 @@ import itertools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from envs import SingleTurnEnv
+from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.error import InvalidArgument
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}<|end|>\n{% endfor %}"
@@ -70,7 +71,7 @@ def build_tiny_model(
     from transformers import AutoModelForCausalLM, Qwen2Config
 
     if hidden_size % num_heads:
-        raise ValueError(f"hidden_size ({hidden_size}) must be divisible by num_heads ({num_heads})")
+        raise InvalidArgument(f"hidden_size ({hidden_size}) must be divisible by num_heads ({num_heads})")
     out = Path(out_dir)
     tokenizer = build_tokenizer(env_corpus(env), vocab_size=vocab_size)
     config = Qwen2Config(

@@ -6,10 +6,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import backends
-import envs
-from envs import SingleTurnEnv
-from trainers.config import GRPOConfig
+from rlvr_gym import backends, envs
+from rlvr_gym.backends.config import RunConfig
+from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.error import NotAvailable
 
 logger = logging.getLogger("rlvr_gym.trainers")
 
@@ -17,13 +17,13 @@ TINY_MODEL_DIR = "tiny-model"
 WARM_START_DIR = "warm-start"
 
 
-def resolve_env(env: SingleTurnEnv | str, config: GRPOConfig) -> SingleTurnEnv:
+def resolve_env(env: SingleTurnEnv | str, config: RunConfig) -> SingleTurnEnv:
     if isinstance(env, SingleTurnEnv):
         return env
     return envs.make(env, **config.env_kwargs)
 
 
-def prepare_model(env: SingleTurnEnv, config: GRPOConfig, *, resume: bool) -> Path | str:
+def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Path | str:
     """The model GRPO starts from: ``config.model`` or the tiny offline one, warm-started if asked.
 
     On ``resume`` the earlier run's tiny and warm-started models are reused (the checkpoint
@@ -34,7 +34,7 @@ def prepare_model(env: SingleTurnEnv, config: GRPOConfig, *, resume: bool) -> Pa
     if config.model is not None:
         model = config.model
     else:
-        from trainers.tiny_model import build_tiny_model
+        from rlvr_gym.trainers.tiny_model import build_tiny_model
 
         model = output_dir / TINY_MODEL_DIR
         if not (resume and (model / "config.json").is_file()):
@@ -43,7 +43,7 @@ def prepare_model(env: SingleTurnEnv, config: GRPOConfig, *, resume: bool) -> Pa
     if config.warm_start_steps:
         warm = output_dir / WARM_START_DIR
         if not (resume and (warm / "config.json").is_file()):
-            from trainers.warm_start import warm_start
+            from rlvr_gym.trainers.warm_start import warm_start
 
             logger.info(
                 "supervised warm start: %d steps on %s reference answers", config.warm_start_steps, env
@@ -62,7 +62,7 @@ def prepare_model(env: SingleTurnEnv, config: GRPOConfig, *, resume: bool) -> Pa
 
 def train(
     env: SingleTurnEnv | str,
-    config: GRPOConfig,
+    config: RunConfig,
     backend: str = "auto",
     *,
     resume: bool = False,
@@ -77,9 +77,9 @@ def train(
     env = resolve_env(env, config)
     name = backends.auto(config.model, config=config) if backend == "auto" else backend
     module = backends.get(name)
-    ok, why = module.available()
+    ok, why = module.available(**(backend_options or {}))
     if not ok:
-        raise RuntimeError(f"backend {name!r} cannot run here: {why}")
+        raise NotAvailable(f"backend {name!r} cannot run here: {why}")
     Path(config.output_dir).mkdir(parents=True, exist_ok=True)
     config.save(Path(config.output_dir) / "config.json")
     model = prepare_model(env, config, resume=resume)

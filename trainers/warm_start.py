@@ -11,7 +11,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from envs import SingleTurnEnv
+from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.error import InvalidArgument
 
 
 def warm_start(
@@ -32,7 +33,7 @@ def warm_start(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
+        raise InvalidArgument(f"steps must be >= 1, got {steps}")
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     model.train()

@@ -1,12 +1,35 @@
-"""Verifiers: score a completion against a task, returning a :class:`Verdict` — never raising."""
+"""Verifiers: score a completion against a task, returning a :class:`Verdict` — never raising.
 
-from verifiers.basic import ExactMatch, NumberMatch, extract_answer, parse_number
-from verifiers.code import CodeVerifier, Limits, SandboxPool, extract_code
-from verifiers.format import IntegerAnswer, LengthBand, NumericProximity, TagFormat
-from verifiers.math import MathVerifier
-from verifiers.protocol import Completion, Task, Verifier, completion_text, run_verifier
-from verifiers.rubric import Rubric
-from verifiers.verdict import Reason, Verdict
+The code verifier's names (``CodeVerifier``, ``Limits``, ``SandboxPool``, ``extract_code``) are
+imported on first use, so envs that score text or math never load the sandbox (nor
+RestrictedPython); nothing here imports sympy (the math worker does, in its own process).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from rlvr_gym.verifiers.basic import ExactMatch, NumberMatch, extract_answer, parse_number
+from rlvr_gym.verifiers.format import IntegerAnswer, LengthBand, NumericProximity, TagFormat
+from rlvr_gym.verifiers.math import MathVerifier
+from rlvr_gym.verifiers.protocol import Completion, Task, Verifier, completion_text, run_verifier
+from rlvr_gym.verifiers.rubric import Rubric
+from rlvr_gym.verifiers.verdict import Reason, Verdict
+
+_CODE_NAMES = ("CodeVerifier", "Limits", "SandboxPool", "extract_code")
+
+if TYPE_CHECKING:
+    from rlvr_gym.verifiers.code import CodeVerifier, Limits, SandboxPool, extract_code
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CODE_NAMES:
+        value = getattr(importlib.import_module("rlvr_gym.verifiers.code"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rlvr_gym.verifiers' has no attribute {name!r}")
+
 
 __all__ = [
     "CodeVerifier",
@@ -14,14 +37,14 @@ __all__ = [
     "ExactMatch",
     "IntegerAnswer",
     "LengthBand",
-    "MathVerifier",
     "Limits",
+    "MathVerifier",
     "NumberMatch",
     "NumericProximity",
     "Reason",
     "Rubric",
-    "TagFormat",
     "SandboxPool",
+    "TagFormat",
     "Task",
     "Verdict",
     "Verifier",

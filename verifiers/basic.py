@@ -10,9 +10,10 @@ import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
 
-from verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer
-from verifiers.protocol import Task
-from verifiers.verdict import Reason, Verdict
+from rlvr_gym.error import InvalidArgument
+from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer
+from rlvr_gym.verifiers.protocol import Task
+from rlvr_gym.verifiers.verdict import Reason, Verdict
 
 _NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
 
@@ -41,7 +42,7 @@ class NumberMatch:
     def __call__(self, completion: str, task: Task) -> Verdict:
         gold = parse_number(str(task[self.answer_key]))
         if gold is None:
-            raise ValueError(f"task[{self.answer_key!r}]={task[self.answer_key]!r} is not a number")
+            raise InvalidArgument(f"task[{self.answer_key!r}]={task[self.answer_key]!r} is not a number")
         answer = extract_answer(completion)
         if answer is None:
             return Verdict.fail(Reason.NO_ANSWER)

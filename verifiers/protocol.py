@@ -6,7 +6,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from verifiers.verdict import Reason, Verdict
+from rlvr_gym.verifiers.verdict import Reason, Verdict
 
 logger = logging.getLogger("rlvr_gym.verifiers")
 

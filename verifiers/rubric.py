@@ -6,8 +6,9 @@ import math
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from verifiers.protocol import Task, Verifier, run_verifier
-from verifiers.verdict import Reason, Verdict
+from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.verifiers.protocol import Task, Verifier, run_verifier
+from rlvr_gym.verifiers.verdict import Reason, Verdict
 
 
 class Rubric:
@@ -28,26 +29,28 @@ class Rubric:
         passed_by: str | None = None,
     ) -> None:
         if not components:
-            raise ValueError("Rubric needs at least one component verifier")
+            raise InvalidArgument("Rubric needs at least one component verifier")
         for name, verifier in components.items():
             if not isinstance(name, str) or not name:
-                raise ValueError(f"Rubric component names must be non-empty strings, got {name!r}")
+                raise InvalidArgument(f"Rubric component names must be non-empty strings, got {name!r}")
             if not callable(verifier):
-                raise TypeError(f"Rubric component {name!r} is not callable: {verifier!r}")
+                raise InvalidType(f"Rubric component {name!r} is not callable: {verifier!r}")
         weights = dict(weights or {})
         unknown = set(weights) - set(components)
         if unknown:
-            raise ValueError(f"weights name unknown components {sorted(unknown)}; have {list(components)}")
+            raise InvalidArgument(
+                f"weights name unknown components {sorted(unknown)}; have {list(components)}"
+            )
         resolved = {name: float(weights.get(name, 1.0)) for name in components}
         for name, weight in resolved.items():
             if not math.isfinite(weight) or weight < 0:
-                raise ValueError(f"weight of {name!r} must be a finite number >= 0, got {weight}")
+                raise InvalidArgument(f"weight of {name!r} must be a finite number >= 0, got {weight}")
         total = sum(resolved.values())
         if total <= 0:
-            raise ValueError("at least one Rubric weight must be positive")
+            raise InvalidArgument("at least one Rubric weight must be positive")
         passed_by = next(iter(components)) if passed_by is None else passed_by
         if passed_by not in components:
-            raise ValueError(f"passed_by={passed_by!r} is not a component; have {list(components)}")
+            raise InvalidArgument(f"passed_by={passed_by!r} is not a component; have {list(components)}")
         self.components: Mapping[str, Verifier] = MappingProxyType(dict(components))
         self.weights: Mapping[str, float] = MappingProxyType(resolved)
         self.normalized_weights: Mapping[str, float] = MappingProxyType(

@@ -24,13 +24,14 @@ except ImportError as exc:  # hypothesis is a test-time tool, not a core depende
         "verifiers.testing needs hypothesis: pip install 'rlvr-gym[dev]' (or hypothesis)"
     ) from exc
 
-from verifiers.protocol import Task, Verifier
-from verifiers.verdict import Verdict
+from rlvr_gym.error import Error, InvalidArgument, InvalidType
+from rlvr_gym.verifiers.protocol import Task, Verifier
+from rlvr_gym.verifiers.verdict import Verdict
 
 SearchStrategy = st.SearchStrategy
 
 
-class VerifierCheckError(AssertionError):
+class VerifierCheckError(Error, AssertionError):
     """A verifier broke one of the properties ``check_verifier`` asserts (the message names it)."""
 
 
@@ -284,9 +285,9 @@ def check_verifier(
     * ``hostile`` inputs (default :func:`hostile_strings`) obey the first three rules.
     """
     if not callable(verifier):
-        raise TypeError(f"verifier must be callable, got {verifier!r}")
+        raise InvalidType(f"verifier must be callable, got {verifier!r}")
     if isinstance(time_budget, bool) or not isinstance(time_budget, int | float) or time_budget <= 0:
-        raise ValueError(f"time_budget must be a positive number of seconds, got {time_budget!r}")
+        raise InvalidArgument(f"time_budget must be a positive number of seconds, got {time_budget!r}")
 
     def must_pass(completion: str) -> None:
         verdict = _check_one(verifier, completion, task, time_budget)

@@ -10,6 +10,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from rlvr_gym.error import InvalidArgument, InvalidType
+
 
 class Reason(StrEnum):
     """Why a completion got its score. Short codes, so metrics can count them."""
@@ -40,23 +42,23 @@ class Verdict:
 
     def __post_init__(self) -> None:
         if isinstance(self.score, bool) or not isinstance(self.score, int | float):
-            raise TypeError(f"Verdict.score must be a float, got {type(self.score).__name__}")
+            raise InvalidType(f"Verdict.score must be a float, got {type(self.score).__name__}")
         if not math.isfinite(self.score) or not 0.0 <= self.score <= 1.0:
-            raise ValueError(f"Verdict.score must be a finite number in [0, 1], got {self.score!r}")
+            raise InvalidArgument(f"Verdict.score must be a finite number in [0, 1], got {self.score!r}")
         if not isinstance(self.passed, bool):
-            raise TypeError(f"Verdict.passed must be a bool, got {type(self.passed).__name__}")
+            raise InvalidType(f"Verdict.passed must be a bool, got {type(self.passed).__name__}")
         try:
             reason = Reason(self.reason)
         except ValueError:
             known = ", ".join(r.value for r in Reason)
-            raise ValueError(f"Verdict.reason must be one of {known}; got {self.reason!r}") from None
+            raise InvalidArgument(f"Verdict.reason must be one of {known}; got {self.reason!r}") from None
         if self.passed != (reason is Reason.CORRECT):
-            raise ValueError(
+            raise InvalidArgument(
                 f"Verdict.passed={self.passed} contradicts reason={reason.value!r}: "
                 "a verdict passes exactly when its reason is 'correct'"
             )
         if self.answer is not None and not isinstance(self.answer, str):
-            raise TypeError(f"Verdict.answer must be a str or None, got {type(self.answer).__name__}")
+            raise InvalidType(f"Verdict.answer must be a str or None, got {type(self.answer).__name__}")
         object.__setattr__(self, "score", float(self.score))
         object.__setattr__(self, "reason", reason)
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))

@@ -5,12 +5,12 @@ submission), :mod:`.harness` (the judge, outside the submission's reach). :mod:`
 warm worker per core; :class:`CodeVerifier` is the verifier envs use.
 """
 
-from verifiers.code.extract import extract_code
-from verifiers.code.harness import KINDS, InvalidTests, same_value
-from verifiers.code.policy import ALLOWED_IMPORTS, compile_submission
-from verifiers.code.pool import SandboxPool, default_pool
-from verifiers.code.sandbox import Limits
-from verifiers.code.verifier import CodeVerifier, verdict_of
+from rlvr_gym.verifiers.code.extract import extract_code
+from rlvr_gym.verifiers.code.harness import KINDS, InvalidTests, same_value
+from rlvr_gym.verifiers.code.policy import ALLOWED_IMPORTS, compile_submission
+from rlvr_gym.verifiers.code.pool import SandboxPool, default_pool
+from rlvr_gym.verifiers.code.sandbox import Limits
+from rlvr_gym.verifiers.code.verifier import CodeVerifier, verdict_of
 
 __all__ = [
     "ALLOWED_IMPORTS",

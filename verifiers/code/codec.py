@@ -17,6 +17,8 @@ import struct
 import time
 from typing import Any
 
+from rlvr_gym.error import Error, InvalidArgument
+
 MAX_FRAME_BYTES = 8 * 1024 * 1024
 """A bigger message from the sandbox is a protocol violation, not something to buffer."""
 
@@ -24,15 +26,15 @@ MAX_DEPTH = 64
 _HEADER = struct.Struct(">I")
 
 
-class CodecError(ValueError):
+class CodecError(InvalidArgument):
     """A value that cannot cross the boundary, or a frame that breaks the protocol."""
 
 
-class ChannelClosed(EOFError):
+class ChannelClosed(Error, EOFError):
     """The other end closed the pipe (the sandbox exited or was killed)."""
 
 
-class ChannelTimeout(TimeoutError):
+class ChannelTimeout(Error, TimeoutError):
     """No complete frame arrived before the deadline."""
 
 

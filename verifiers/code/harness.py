@@ -31,7 +31,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifiers.code.codec import ChannelClosed, CodecError, FrameReader, encode_value, write_frame
+from rlvr_gym.error import InvalidArgument
+from rlvr_gym.verifiers.code.codec import ChannelClosed, CodecError, FrameReader, encode_value, write_frame
 
 KINDS = ("assert", "calls", "stdio")
 FLOAT_REL_TOL = 1e-6
@@ -45,7 +46,7 @@ class JudgeTimeout(BaseException):
     """The wall-clock budget ran out (raised by the alarm or by a read past the deadline)."""
 
 
-class InvalidTests(ValueError):
+class InvalidTests(InvalidArgument):
     """``task["tests"]`` is malformed: a task bug, reported as a verifier ``error``."""
 
 

@@ -18,15 +18,14 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from verifiers.code.codec import ChannelClosed, ChannelTimeout, CodecError, FrameReader, write_frame
-from verifiers.code.sandbox import UID_BASE, Limits
+from rlvr_gym.error import NotAvailable
+from rlvr_gym.verifiers.code.codec import ChannelClosed, ChannelTimeout, CodecError, FrameReader, write_frame
+from rlvr_gym.verifiers.code.sandbox import UID_BASE, Limits
 
 GRACE_S = 10.0
 RECOVER_S = 2.0
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def default_workers() -> int:
@@ -42,7 +41,10 @@ def worker_environment() -> dict[str, str]:
     env = {
         name: os.environ[name] for name in ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED") if name in os.environ
     }
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
+    # rlvr_gym comes from the installed distribution (an editable install's finder included);
+    # the caller's PYTHONPATH passes through, nothing of its working directory does.
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return env
 
 
@@ -52,11 +54,10 @@ class _Worker:
     def __init__(self) -> None:
         env = worker_environment()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "verifiers.code.worker"],
+            [sys.executable, "-P", "-m", "rlvr_gym.verifiers.code.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
-            cwd=_PACKAGE_ROOT,
         )
         assert self.process.stdin is not None and self.process.stdout is not None  # Popen's contract
         self.to_fd, self.from_fd = self.process.stdin.fileno(), self.process.stdout.fileno()
@@ -122,7 +123,7 @@ class SandboxPool:
 
     def _worker(self, slot: int) -> _Worker:
         if self._closed:
-            raise RuntimeError("SandboxPool is closed")
+            raise NotAvailable("SandboxPool is closed")
         worker = self._workers[slot]
         if worker is None or worker.process.poll() is not None:
             worker = self._workers[slot] = _Worker()

@@ -14,7 +14,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from verifiers.code.codec import ChannelClosed, CodecError, FrameReader, encode_value, write_frame
+from rlvr_gym.verifiers.code.codec import ChannelClosed, CodecError, FrameReader, encode_value, write_frame
 
 MODULE, SCRIPT = "module", "script"
 

@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from verifiers.code import policy
-from verifiers.code.codec import ChannelClosed, FrameReader, write_frame
-from verifiers.code.harness import InvalidTests, Session, judge, mode_of, validate_tests
-from verifiers.code.runner import serve
-from verifiers.code.sandbox import (
+from rlvr_gym.verifiers.code import policy
+from rlvr_gym.verifiers.code.codec import ChannelClosed, FrameReader, write_frame
+from rlvr_gym.verifiers.code.harness import InvalidTests, Session, judge, mode_of, validate_tests
+from rlvr_gym.verifiers.code.runner import serve
+from rlvr_gym.verifiers.code.sandbox import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_PDEATHSIG,
     Isolation,

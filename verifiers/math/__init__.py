@@ -4,11 +4,11 @@ Importing this package does not import sympy: plain numbers are settled in the c
 :mod:`verifiers.math.parse` / :mod:`verifiers.math.symbolic` run in the budgeted worker.
 """
 
-from verifiers.math.budget import Worker, shared_worker
-from verifiers.math.equivalence import Equivalence, check
-from verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer, find_boxed
-from verifiers.math.normalize import fast_number, normalize
-from verifiers.math.verifier import MathVerifier
+from rlvr_gym.verifiers.math.budget import Worker, shared_worker
+from rlvr_gym.verifiers.math.equivalence import Equivalence, check
+from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer, find_boxed
+from rlvr_gym.verifiers.math.normalize import fast_number, normalize
+from rlvr_gym.verifiers.math.verifier import MathVerifier
 
 __all__ = [
     "MAX_ANSWER_CHARS",

@@ -21,14 +21,14 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+from rlvr_gym.error import InvalidArgument, RunFailed
 
 DEFAULT_TIMEOUT = 3.0
 DEFAULT_MEMORY_MB = 1024
 STARTUP_TIMEOUT = 60.0
 _READY = "ready"
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 @dataclass(frozen=True)
@@ -96,11 +96,10 @@ class _Process:
     """One worker process and a line reader over its stdout with a deadline."""
 
     def __init__(self, target: str, memory_mb: int) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
+        env = dict(os.environ)  # rlvr_gym itself comes from the installed distribution
         self.popen = subprocess.Popen(
             # -P: the caller's working directory is not put on sys.path (no stray sympy.py shadows ours)
-            [sys.executable, "-P", "-m", "verifiers.math.budget", target, str(memory_mb)],
+            [sys.executable, "-P", "-m", "rlvr_gym.verifiers.math.budget", target, str(memory_mb)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -159,7 +158,7 @@ class Worker:
 
     def __init__(self, target: str, *, memory_mb: int = DEFAULT_MEMORY_MB) -> None:
         if isinstance(memory_mb, bool) or not isinstance(memory_mb, int) or memory_mb < 64:
-            raise ValueError(f"memory_mb must be an int >= 64, got {memory_mb!r}")
+            raise InvalidArgument(f"memory_mb must be an int >= 64, got {memory_mb!r}")
         self.target = target
         self.memory_mb = memory_mb
         self._lock = threading.Lock()
@@ -183,7 +182,7 @@ class Worker:
         if not self._active.wait_ready():
             self._active.kill()
             self._active = None
-            raise RuntimeError(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
+            raise RunFailed(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
         self._standby = _Process(self.target, self.memory_mb)
         return self._active
 
@@ -194,7 +193,7 @@ class Worker:
             or not isinstance(timeout, int | float)
             or not 0 < timeout < float("inf")
         ):
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+            raise InvalidArgument(f"timeout must be a positive number of seconds, got {timeout!r}")
         payload = (json.dumps(args) + "\n").encode()
         with self._lock:
             process = self._ensure()

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from verifiers.math.normalize import fast_number, is_hedged, normalize
+from rlvr_gym.verifiers.math.normalize import fast_number, is_hedged, normalize
 
 EQUAL, DIFFERENT, INVALID, TOO_LARGE, TIMEOUT, ERROR = (
     "equal",
@@ -26,7 +26,7 @@ EQUAL, DIFFERENT, INVALID, TOO_LARGE, TIMEOUT, ERROR = (
 MAX_NORMALIZED_CHARS = 400
 TOLERANCE = Fraction(1, 10**9)
 """Relative tolerance for numbers; ``verifiers.math.symbolic`` uses the same (1e-9)."""
-WORKER_TARGET = "verifiers.math.symbolic:compare_symbolic"
+WORKER_TARGET = "rlvr_gym.verifiers.math.symbolic:compare_symbolic"
 
 _WORDS = re.compile(r"[A-Za-z][A-Za-z ]+")
 _HAS_DIGIT = re.compile(r"\d")
@@ -94,7 +94,7 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
     if ("\\pm" in pred_norm or "\\mp" in pred_norm) and "\\pm" not in gold_norm and gold_number is not None:
         return Equivalence(DIFFERENT, "hedge", "± names two values")
     if worker is None:
-        from verifiers.math.budget import shared_worker
+        from rlvr_gym.verifiers.math.budget import shared_worker
 
         worker = shared_worker(WORKER_TARGET)
     outcome = worker.call(gold_norm, pred_norm, timeout=timeout)  # type: ignore[attr-defined]

@@ -16,6 +16,8 @@ from fractions import Fraction
 
 import sympy
 
+from rlvr_gym.error import InvalidArgument
+
 MAX_TOKENS = 400
 MAX_DEPTH = 40
 MAX_DIGITS = 100
@@ -27,7 +29,7 @@ PM = sympy.Symbol("_pm", positive=True)
 """Stands for ``±``: an expression holding it denotes two values (PM = 1 and PM = -1)."""
 
 
-class ParseError(ValueError):
+class ParseError(InvalidArgument):
     """The text is not in the math grammar we accept."""
 
 

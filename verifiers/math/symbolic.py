@@ -13,7 +13,17 @@ import random
 
 import sympy
 
-from verifiers.math.parse import PM, Interval, Items, Matrix, ParseError, Relation, TooLarge, Union, parse
+from rlvr_gym.verifiers.math.parse import (
+    PM,
+    Interval,
+    Items,
+    Matrix,
+    ParseError,
+    Relation,
+    TooLarge,
+    Union,
+    parse,
+)
 
 EQUAL, DIFFERENT, INVALID, TOO_LARGE = "equal", "different", "invalid", "too_large"
 TOLERANCE = 1e-9

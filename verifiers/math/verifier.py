@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from verifiers.math import equivalence
-from verifiers.math.budget import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Worker, shared_worker
-from verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer
-from verifiers.protocol import Task
-from verifiers.verdict import Reason, Verdict
+from rlvr_gym.error import InvalidArgument, InvalidType, RunFailed
+from rlvr_gym.verifiers.math import equivalence
+from rlvr_gym.verifiers.math.budget import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Worker, shared_worker
+from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer
+from rlvr_gym.verifiers.protocol import Task
+from rlvr_gym.verifiers.verdict import Reason, Verdict
 
 _REASONS = {
     equivalence.DIFFERENT: Reason.WRONG_ANSWER,
@@ -34,9 +35,9 @@ class MathVerifier:
         memory_mb: int = DEFAULT_MEMORY_MB,
     ) -> None:
         if not isinstance(answer_key, str) or not answer_key:
-            raise ValueError(f"answer_key must be a non-empty string, got {answer_key!r}")
+            raise InvalidArgument(f"answer_key must be a non-empty string, got {answer_key!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 60:
-            raise ValueError(f"timeout must be in (0, 60] seconds, got {timeout!r}")
+            raise InvalidArgument(f"timeout must be in (0, 60] seconds, got {timeout!r}")
         self.answer_key = answer_key
         self.last_number_fallback = bool(last_number_fallback)
         self.timeout = float(timeout)
@@ -57,7 +58,7 @@ class MathVerifier:
     def __call__(self, completion: str, task: Task) -> Verdict:
         gold = task[self.answer_key]
         if not isinstance(gold, str | int):
-            raise TypeError(f"task[{self.answer_key!r}] must be a str or int, got {type(gold).__name__}")
+            raise InvalidType(f"task[{self.answer_key!r}] must be a str or int, got {type(gold).__name__}")
         answer = extract_answer(completion, last_number_fallback=self.last_number_fallback)
         if answer is None or not answer.strip():
             return Verdict.fail(Reason.NO_ANSWER)
@@ -69,7 +70,7 @@ class MathVerifier:
         if result.status == equivalence.EQUAL:
             return Verdict.correct(answer, path=result.path)
         if result.status == equivalence.ERROR:
-            raise RuntimeError(f"symbolic worker failed: {result.why}")
+            raise RunFailed(f"symbolic worker failed: {result.why}")
         return Verdict.fail(_REASONS[result.status], answer, path=result.path, why=result.why)
 
     def __repr__(self) -> str:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from rlvr_gym.error import InvalidArgument, NotAvailable
+
 UNSUPPORTED_INPUTS = ("pixel_values", "tool_mask", "importance_sampling_ratio")
 
 
@@ -28,7 +30,7 @@ def liger_trainer_class(base: type | None = None) -> type:
     """``base`` (default TRL's ``GRPOTrainer``) with Liger's chunked fused-linear GRPO loss as its loss."""
     ok, why = available()
     if not ok:
-        raise RuntimeError(f"liger_loss=True but {why}")
+        raise NotAvailable(f"liger_loss=True but {why}")
     import torch
     from liger_kernel.chunked_loss import LigerFusedLinearGRPOLoss
     from trl import GRPOTrainer
@@ -51,7 +53,7 @@ def liger_trainer_class(base: type | None = None) -> type:
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             if return_outputs:
-                raise ValueError("GRPOTrainer does not return outputs from compute_loss")
+                raise InvalidArgument("GRPOTrainer does not return outputs from compute_loss")
             present = [key for key in UNSUPPORTED_INPUTS if inputs.get(key) is not None]
             if present:
                 raise NotImplementedError(

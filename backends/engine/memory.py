@@ -15,6 +15,8 @@ from __future__ import annotations
 from contextlib import nullcontext
 from typing import Any
 
+from rlvr_gym.error import InvalidArgument
+
 DEFAULT_TOKEN_CHUNK = 1024
 DEFAULT_VOCAB_CHUNK = 8192
 
@@ -39,9 +41,9 @@ def chunked_completion_logps(
     from trl.kernels import ChunkedLogProbFunction
 
     if token_chunk < 1 or vocab_chunk < 1:
-        raise ValueError(f"token_chunk and vocab_chunk must be >= 1, got {token_chunk}, {vocab_chunk}")
+        raise InvalidArgument(f"token_chunk and vocab_chunk must be >= 1, got {token_chunk}, {vocab_chunk}")
     if hidden.shape[:2] != targets.shape:
-        raise ValueError(f"hidden {tuple(hidden.shape)} does not match targets {tuple(targets.shape)}")
+        raise InvalidArgument(f"hidden {tuple(hidden.shape)} does not match targets {tuple(targets.shape)}")
     import torch
 
     outputs = ("log_probs", "entropy") if entropy else ("log_probs",)

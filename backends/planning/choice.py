@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backends.hardware import Hardware
-from backends.memory_plan import GIB, MemoryPlan, ModelShape, Workload, gib, plan
+from rlvr_gym.backends.planning.hardware import Hardware
+from rlvr_gym.backends.planning.memory_plan import GIB, MemoryPlan, ModelShape, Workload, gib, plan
+from rlvr_gym.error import NotAvailable
 
 HEADROOM = 0.9
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
-class NoBackendFits(RuntimeError):
+class NoBackendFits(NotAvailable):
     """No backend fits the model on this hardware."""
 
 
@@ -31,7 +32,7 @@ class Choice:
 
 
 def workload_for(config) -> Workload:
-    """The batch shapes of a :class:`trainers.config.GRPOConfig` run."""
+    """The batch shapes of a :class:`trainers.config.RunConfig` run."""
     lora = config.lora
     targets = ALL_LINEAR
     if lora is not None and not isinstance(lora.target_modules, str):

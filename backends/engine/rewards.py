@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from envs import SingleTurnEnv
-from verifiers import Reason, Rubric, Task, Verdict
+from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.verifiers import Reason, Rubric, Task, Verdict
 
 logger = logging.getLogger("rlvr_gym.backends")
 

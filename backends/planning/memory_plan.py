@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlvr_gym.error import InvalidArgument
+
 GIB = 1024**3
 
 # ZeRO-2 with CPU offload keeps on the GPU only the bf16 weights, a bf16 gradient partition and
@@ -61,7 +63,9 @@ class ModelShape:
         )
         missing = [k for k in required if k not in config]
         if missing:
-            raise ValueError(f"model config lacks {missing}: a memory plan needs a decoder-only LM config")
+            raise InvalidArgument(
+                f"model config lacks {missing}: a memory plan needs a decoder-only LM config"
+            )
         heads = int(config["num_attention_heads"])
         model_type = str(config.get("model_type", ""))
         return cls(
@@ -110,7 +114,7 @@ class ModelShape:
         }
         unknown = [t for t in targets if t not in shapes]
         if unknown:
-            raise ValueError(f"unknown LoRA target modules {unknown}; known: {sorted(shapes)}")
+            raise InvalidArgument(f"unknown LoRA target modules {unknown}; known: {sorted(shapes)}")
         return self.num_hidden_layers * sum(r * (shapes[t][0] + shapes[t][1]) for t in targets)
 
     def activation_bytes_per_token_layer(self, dtype_bytes: int) -> int:
@@ -135,13 +139,13 @@ def load_shape(model: str | Path | Mapping[str, Any]) -> ModelShape:
     if path.is_file():
         return ModelShape.from_config(json.loads(path.read_text()))
     if path.suffix == ".json" or path.is_absolute() or str(model).startswith("."):
-        raise ValueError(f"cannot read the config of model {str(model)!r}: no such file or model folder")
+        raise InvalidArgument(f"cannot read the config of model {str(model)!r}: no such file or model folder")
     try:
         from transformers import AutoConfig
 
         config = AutoConfig.from_pretrained(str(model))
     except Exception as exc:
-        raise ValueError(
+        raise InvalidArgument(
             f"cannot read the config of model {str(model)!r} (no local folder, and the hub/cache gave: "
             f"{type(exc).__name__}: {exc}); pass a local model folder or a config.json"
         ) from exc
@@ -199,7 +203,7 @@ class MemoryPlan:
 def plan(shape: ModelShape, workload: Workload, *, num_gpus: int = 1, dtype_bytes: int = 2) -> MemoryPlan:
     """Memory per backend for ``workload`` on ``num_gpus`` GPUs (bf16 unless ``dtype_bytes=4``)."""
     if num_gpus < 0 or dtype_bytes not in (2, 4):
-        raise ValueError(f"num_gpus must be >= 0 and dtype_bytes 2 or 4, got {num_gpus}, {dtype_bytes}")
+        raise InvalidArgument(f"num_gpus must be >= 0 and dtype_bytes 2 or 4, got {num_gpus}, {dtype_bytes}")
     params = shape.num_params
     trainable = shape.lora_params(workload.lora_r, workload.lora_targets) if workload.lora_r else params
     master = 4 if dtype_bytes == 2 else 0

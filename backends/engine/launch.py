@@ -21,6 +21,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
+from rlvr_gym.error import InvalidArgument, RunFailed
+
 Launcher = Literal["torchrun", "accelerate"]
 
 
@@ -37,11 +39,13 @@ class LaunchSpec:
 
     def __post_init__(self) -> None:
         if self.num_processes < 1 or self.num_machines < 1:
-            raise ValueError(f"num_processes and num_machines must be >= 1, got {self}")
+            raise InvalidArgument(f"num_processes and num_machines must be >= 1, got {self}")
         if not 0 <= self.machine_rank < self.num_machines:
-            raise ValueError(f"machine_rank must lie in [0, {self.num_machines}), got {self.machine_rank}")
+            raise InvalidArgument(
+                f"machine_rank must lie in [0, {self.num_machines}), got {self.machine_rank}"
+            )
         if self.launcher not in ("torchrun", "accelerate"):
-            raise ValueError(f"launcher must be 'torchrun' or 'accelerate', got {self.launcher!r}")
+            raise InvalidArgument(f"launcher must be 'torchrun' or 'accelerate', got {self.launcher!r}")
 
     @property
     def world_size(self) -> int:
@@ -120,7 +124,7 @@ def write_job(
             pickler.dump(job)
     except (pickle.PicklingError, AttributeError, TypeError) as exc:
         Path(name).unlink(missing_ok=True)
-        raise ValueError(
+        raise InvalidArgument(
             f"a multi-process run sends the env to its workers by pickle, and this one does not pickle ({exc}); "
             "define the env class at module level (not in a function) or pass a registered env id"
         ) from exc
@@ -144,14 +148,25 @@ def worker_main(train_here: Callable[..., Any], backend: str, argv: Sequence[str
     return 0
 
 
+def caller_import_dirs(pythonpath: str | None) -> list[str]:
+    """``pythonpath``'s entries, then this process's ``sys.path`` folders (``''`` as the absolute
+    working directory), without duplicates: what a worker needs to unpickle the caller's classes."""
+    entries = [*(pythonpath or "").split(os.pathsep), *(p or os.getcwd() for p in sys.path)]
+    seen: dict[str, None] = {}
+    for entry in entries:
+        if entry and os.path.isdir(entry):
+            seen.setdefault(os.path.abspath(entry), None)
+    return list(seen)
+
+
 def run(
     command: Sequence[str], *, env: Mapping[str, str] | None = None, timeout_s: float | None = None
 ) -> None:
     """Run the launcher; its output streams through; a non-zero exit raises with the command."""
     environment = {**os.environ, **(env or {})}
-    # The workers import this project by module name from the caller's working tree.
-    root = str(Path(__file__).resolve().parents[1])
-    environment["PYTHONPATH"] = os.pathsep.join(p for p in (root, environment.get("PYTHONPATH")) if p)
+    # rlvr_gym comes from the installed distribution; the job may also pickle the caller's own env
+    # classes by module name, so the workers see the directories the caller imports from.
+    environment["PYTHONPATH"] = os.pathsep.join(caller_import_dirs(environment.get("PYTHONPATH")))
     completed = subprocess.run(list(command), env=environment, timeout=timeout_s, check=False)
     if completed.returncode != 0:
-        raise RuntimeError(f"launched run failed with exit code {completed.returncode}: {' '.join(command)}")
+        raise RunFailed(f"launched run failed with exit code {completed.returncode}: {' '.join(command)}")

@@ -1,4 +1,4 @@
-"""GRPOConfig: one backend-neutral description of a GRPO run.
+"""RunConfig: one backend-neutral description of a GRPO run.
 
 Backends translate it into their engine's own configuration; nothing here names an engine.
 """
@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from rlvr_gym.error import InvalidArgument
 
 LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo"]
 ScaleRewards = Literal["group", "batch", "none"]
@@ -39,13 +41,13 @@ class LoraSettings:
 
     def __post_init__(self) -> None:
         if self.r < 1 or self.alpha < 1:
-            raise ValueError(f"LoRA r and alpha must be >= 1, got r={self.r}, alpha={self.alpha}")
+            raise InvalidArgument(f"LoRA r and alpha must be >= 1, got r={self.r}, alpha={self.alpha}")
         if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"LoRA dropout must be in [0, 1), got {self.dropout}")
+            raise InvalidArgument(f"LoRA dropout must be in [0, 1), got {self.dropout}")
 
 
 @dataclass(frozen=True)
-class GRPOConfig:
+class RunConfig:
     """A GRPO run, independent of the backend that executes it.
 
     ``model=None`` means the tiny offline model built for the env (see ``rlvr-gym tiny-model``);
@@ -107,27 +109,27 @@ class GRPOConfig:
         for name in positive:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+                raise InvalidArgument(f"{name} must be an integer >= 1, got {value!r}")
         if self.num_generations < 2:
-            raise ValueError(
+            raise InvalidArgument(
                 f"num_generations must be >= 2 (GRPO compares completions in a group), got {self.num_generations}"
             )
         if self.warm_start_steps < 0:
-            raise ValueError(f"warm_start_steps must be >= 0, got {self.warm_start_steps}")
+            raise InvalidArgument(f"warm_start_steps must be >= 0, got {self.warm_start_steps}")
         for name in ("learning_rate", "temperature", "warm_start_learning_rate", "verify_timeout_s"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+                raise InvalidArgument(f"{name} must be a finite number > 0, got {value!r}")
         if not (math.isfinite(self.beta) and self.beta >= 0):
-            raise ValueError(f"beta (KL coefficient) must be >= 0, got {self.beta}")
+            raise InvalidArgument(f"beta (KL coefficient) must be >= 0, got {self.beta}")
         if not 0 < self.epsilon < 1 or (self.epsilon_high is not None and not 0 < self.epsilon_high < 1):
-            raise ValueError(
+            raise InvalidArgument(
                 f"epsilon/epsilon_high must lie in (0, 1), got {self.epsilon}/{self.epsilon_high}"
             )
         if self.loss_type not in LossType.__args__:
-            raise ValueError(f"loss_type must be one of {LossType.__args__}, got {self.loss_type!r}")
+            raise InvalidArgument(f"loss_type must be one of {LossType.__args__}, got {self.loss_type!r}")
         if self.scale_rewards not in ScaleRewards.__args__:
-            raise ValueError(
+            raise InvalidArgument(
                 f"scale_rewards must be one of {ScaleRewards.__args__}, got {self.scale_rewards!r}"
             )
         if isinstance(self.lora, dict):
@@ -138,7 +140,7 @@ class GRPOConfig:
         """Completions generated per optimizer step (prompts × group size)."""
         return self.prompts_per_step * self.num_generations
 
-    def replace(self, **changes: Any) -> GRPOConfig:
+    def replace(self, **changes: Any) -> RunConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""Which backend fits: the hardware, a memory plan from the model config, and the choice."""

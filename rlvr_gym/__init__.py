@@ -1,0 +1,87 @@
+"""rlvr-gym: verifiable-reward environments for training language models with GRPO.
+
+>>> import rlvr_gym as rg
+>>> env = rg.make("arith")
+>>> obs, info = env.reset(seed=0)
+>>> obs, reward, terminated, truncated, info = env.step("<answer>42</answer>")
+
+The package installs one import name; its parts are ``rlvr_gym.verifiers`` ← ``rlvr_gym.envs``
+← ``rlvr_gym.backends`` ← ``rlvr_gym.trainers`` (each imports only those to its left). The names
+below are resolved on first use, so ``import rlvr_gym`` loads neither torch, sympy nor
+RestrictedPython.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from rlvr_gym.error import Error
+
+__version__ = "0.1.0"
+
+# name -> module that defines it; imported when the name is first read.
+_LAZY: dict[str, str] = {
+    "make": "rlvr_gym.envs",
+    "register": "rlvr_gym.envs",
+    "spec": "rlvr_gym.envs",
+    "registry": "rlvr_gym.envs",
+    "check_env": "rlvr_gym.envs",
+    "SingleTurnEnv": "rlvr_gym.envs",
+    "Verdict": "rlvr_gym.verifiers.verdict",
+    "Reason": "rlvr_gym.verifiers.verdict",
+    "Rubric": "rlvr_gym.verifiers.rubric",
+    "RunConfig": "rlvr_gym.backends.config",
+    "LoraSettings": "rlvr_gym.backends.config",
+    "train": "rlvr_gym.trainers.train",
+    "evaluate": "rlvr_gym.trainers.evaluate",
+}
+_SUBPACKAGES = ("envs", "verifiers", "backends", "trainers", "error")
+
+if TYPE_CHECKING:
+    from rlvr_gym import backends, envs, error, trainers, verifiers
+    from rlvr_gym.backends.config import LoraSettings, RunConfig
+    from rlvr_gym.envs import SingleTurnEnv, check_env, make, register, registry, spec
+    from rlvr_gym.trainers.evaluate import evaluate
+    from rlvr_gym.trainers.train import train
+    from rlvr_gym.verifiers.rubric import Rubric
+    from rlvr_gym.verifiers.verdict import Reason, Verdict
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _SUBPACKAGES:
+        value = importlib.import_module(f"rlvr_gym.{name}")
+    else:
+        raise AttributeError(f"module 'rlvr_gym' has no attribute {name!r}")
+    globals()[name] = value  # later reads skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, *_SUBPACKAGES})
+
+
+__all__ = [
+    "Error",
+    "LoraSettings",
+    "Reason",
+    "Rubric",
+    "RunConfig",
+    "SingleTurnEnv",
+    "Verdict",
+    "__version__",
+    "backends",
+    "check_env",
+    "envs",
+    "error",
+    "evaluate",
+    "make",
+    "register",
+    "registry",
+    "spec",
+    "train",
+    "trainers",
+    "verifiers",
+]
