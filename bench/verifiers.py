@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
-
-
 
 from rlvr_gym.envs.math500 import distinct_answers
 from rlvr_gym.verifiers.math import MathVerifier, normalize
