@@ -12,8 +12,32 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 HUMANEVAL = SHARED_DATA / "HumanEval.jsonl.gz"
 
 
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("PPid:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _ours(pid: int) -> bool:
+    """Whether ``pid`` descends from this test process (other sessions may run sandboxes too)."""
+    me = os.getpid()
+    for _ in range(64):
+        if pid in (0, 1):
+            return False
+        if pid == me:
+            return True
+        pid = _parent(pid)
+    return False
+
+
 def sandbox_processes() -> list[tuple[int, int]]:
-    """(pid, uid) of every live process running as a sandbox uid, machine-wide."""
+    """(pid, uid) of every live process running as a sandbox uid of one of *our* workers (or
+    descending from us), machine-wide."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -23,7 +47,7 @@ def sandbox_processes() -> list[tuple[int, int]]:
                 for line in handle:
                     if line.startswith("Uid:"):
                         uid = int(line.split()[1])
-                        if uid >= UID_BASE:
+                        if uid >= UID_BASE and (_ours(int(entry)) or _ours(uid - UID_BASE)):
                             found.append((int(entry), uid))
                         break
         except OSError:  # the process exited while we looked

@@ -261,8 +261,9 @@ def test_isolation_mechanisms_are_active(pool):
 
 
 def test_the_pool_uses_both_workers_and_replaces_a_dead_one(pool, verifier):
-    """Each failure names the judging worker's pid (the judge runs in the worker): a batch uses both."""
-    task = {"tests": {"kind": "assert", "cases": ["import os\nraise AssertionError(os.getpid())"]}}
+    """Each failure names the judging worker's host pid (the judge runs in the worker): a batch uses both."""
+    probe = "from rlvr_gym.verifiers.code import sandbox\nraise AssertionError(sandbox.HOST_PID)"
+    task = {"tests": {"kind": "assert", "cases": [probe]}}
     program = fenced("for i in range(300_000):\n    pass\ndef f():\n    return 1")
     verdicts = verifier.verify_batch([program] * 6, [task] * 6)
     workers = {v.details["failures"][0].rsplit(" ", 1)[-1] for v in verdicts}

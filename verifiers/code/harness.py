@@ -24,6 +24,7 @@ import ast
 import builtins
 import functools
 import math
+import re
 import signal
 import time
 import types
@@ -36,6 +37,18 @@ from rlvr_gym.verifiers.code.codec import ChannelClosed, CodecError, FrameReader
 
 KINDS = ("assert", "calls", "stdio")
 FLOAT_REL_TOL = 1e-6
+REASON_CHARS = 160
+_PATH = re.compile(r"(?<![\w)\]])/[^\s'\",:;)\]]+")
+
+
+def short_reason(text: str, limit: int = REASON_CHARS) -> str:
+    """Submission-made text as it may leave the worker: capped, one line, no paths.
+
+    Verdict details end up in rollout logs; what a submission raised or returned is its own
+    text, so it is cut short and anything path-like becomes ``<path>``.
+    """
+    text = _PATH.sub("<path>", text[: limit * 4])
+    return "".join(c if c.isprintable() else " " for c in text)[:limit]
 
 
 class SandboxGone(BaseException):
@@ -62,7 +75,7 @@ class Outcome:
 
     def fail(self, message: str) -> None:
         if len(self.failures) < 3:
-            self.failures.append(message[:300])
+            self.failures.append(short_reason(message))
 
 
 class Session:
@@ -130,7 +143,7 @@ class Session:
 
 def _rebuild(reply: Mapping[str, Any]) -> Exception:
     """The sandbox's exception as a *builtin* exception class (never one the submission made)."""
-    name, message = str(reply.get("exc")), str(reply.get("msg"))[:500]
+    name, message = str(reply.get("exc"))[:60], short_reason(str(reply.get("msg")))
     cls = getattr(builtins, name, None)
     if isinstance(cls, type) and issubclass(cls, Exception):
         try:
@@ -278,7 +291,7 @@ def judge(spec: Mapping[str, Any], session: Session) -> Outcome:
             if mode_of(spec) == "module":
                 hello = session.hello()
                 if hello.get("ok") is not True:
-                    outcome.load_error = f"{hello.get('exc')}: {hello.get('msg')}"[:300]
+                    outcome.load_error = short_reason(f"{hello.get('exc')}: {hello.get('msg')}")
             _RUNNERS[spec["kind"]](spec, session, outcome)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)  # an alarm racing this lands in the handler below

@@ -53,7 +53,7 @@ class CappedWriter(io.StringIO):
 
 
 def describe(exc: BaseException) -> dict[str, str]:
-    return {"exc": type(exc).__name__, "msg": str(exc)[:500]}
+    return {"exc": type(exc).__name__[:60], "msg": str(exc)[:200]}
 
 
 def _run(body: Callable[[], None]) -> BaseException | None:

@@ -30,20 +30,25 @@ import resource
 import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from rlvr_gym.verifiers.code import rootfs, syscalls
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
-MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV = 0x4000, 0x40000, 0x2, 0x4
+CLONE_NEWPID = 0x20000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+
+HOST_PID = 0
+"""This worker's pid as the host sees it (set by :func:`isolate_worker`; inside its PID namespace
+the worker is pid 1)."""
 
 UID_BASE = 1_000_000
 """Sandbox uids are ``UID_BASE + worker pid``: unused by any account, unique per live worker."""
 
-PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
-TMPFS_SIZE = "64m"
 CHILD_REQUEST_FD, CHILD_REPLY_FD = 3, 4
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -66,17 +71,28 @@ class Limits:
 class Isolation:
     """Which mechanisms are active in this worker (reported in verdict details and the bench)."""
 
+    host_pid: int = 0
     network: str = "none"
-    filesystem: str = "shared /tmp"
+    filesystem: str = "the host's, unrestricted"
+    pid: str = ""
+    seccomp: str = ""
     uid: str = "same uid as the worker"
     notes: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
     private_dirs: list[str] = field(default_factory=list)
+
+    @property
+    def pid_namespace(self) -> bool:
+        return bool(self.pid)
 
     def as_dict(self) -> dict[str, object]:
         return {
             "network": self.network,
             "filesystem": self.filesystem,
+            "pid": self.pid or "none",
+            "seccomp": self.seccomp or "none",
             "uid": self.uid,
+            "missing": list(self.missing),
             "notes": list(self.notes),
         }
 
@@ -91,61 +107,77 @@ def _unshare(flags: int) -> None:
     _check(_libc.unshare(flags), "unshare")
 
 
-def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-    _check(
-        _libc.mount(
-            source.encode(),
-            target.encode(),
-            fstype.encode() if fstype else None,
-            flags,
-            data.encode() if data else None,
-        ),
-        f"mount {target}",
-    )
-
-
 def prctl(option: int, value: int) -> None:
     _check(_libc.prctl(option, value, 0, 0, 0), f"prctl({option})")
 
 
-def isolate_worker() -> Isolation:
-    """Enter private network and mount namespaces for this worker and all its children.
-
-    Done once, so no submission pays for namespace creation. Falls back step by step and
-    reports what it got: an unprivileged user+network namespace, or (last resort) an audit
-    hook in the child that refuses socket creation.
+def enter_pid_namespace() -> str:
+    """Called by the worker's supervisor before it forks the worker: the worker becomes pid 1 of a
+    new PID namespace, so it sees no host process, and when it dies every process left in the
+    namespace dies with it. Without root, a user namespace (one uid mapped to itself) grants the
+    right to do so. Returns ``"root"``, ``"user"`` or the reason there is no namespace.
     """
-    report = Isolation()
     if os.geteuid() == 0:
+        try:
+            _unshare(CLONE_NEWPID)
+        except OSError as exc:
+            return f"no PID namespace as root: {exc}"
+        return "root"
+    uid, gid = os.getuid(), os.getgid()
+    try:
+        _unshare(CLONE_NEWUSER | CLONE_NEWPID)
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    except OSError as exc:
+        return f"no user namespace for this user: {exc}"
+    return "user"
+
+
+def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
+    """Build every wall in this worker, once, so no submission pays for it; report what is active.
+
+    ``namespaces`` is what :func:`enter_pid_namespace` got. With it: private network and mount
+    namespaces and a minimal read-only root (:mod:`.rootfs`). Without it: Landlock and an audit
+    hook. Last, the seccomp filter (:mod:`.syscalls`), inherited by every submission. A layer that
+    cannot be had is listed in ``missing``, never skipped silently.
+    """
+    global HOST_PID
+    HOST_PID = host_pid
+    report = Isolation(host_pid=host_pid)
+    report.pid = "PID namespace (the worker is its init; host processes invisible)" if namespaces in ("root", "user") else ""
+    if not report.pid:
+        report.missing.append(f"pid namespace: {namespaces}")
+    if namespaces in ("root", "user"):
         try:
             _unshare(CLONE_NEWNET | CLONE_NEWNS)
             report.network = "network namespace (no interfaces up)"
-            _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
-            mounted = []
-            for path in PRIVATE_DIRS:
-                if os.path.isdir(path):
-                    _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMPFS_SIZE},mode=1777")
-                    mounted.append(path)
-            report.filesystem = f"private tmpfs over {', '.join(mounted)} (size {TMPFS_SIZE} each, wiped after every submission)"
-            report.private_dirs = mounted
+            report.filesystem = rootfs.pivot_to_minimal_root()
+            report.private_dirs = ["/tmp"]
         except OSError as exc:
-            report.notes.append(f"namespaces unavailable as root: {exc}")
+            report.missing.append(f"mount/network namespace: {exc}")
+    if not report.private_dirs:
+        private = tempfile.mkdtemp(prefix="sandbox-worker-")
+        try:
+            report.filesystem = rootfs.landlock_runtime_only(private)
+            report.private_dirs = [private]
+        except OSError as exc:
+            report.missing.append(f"filesystem wall (Landlock): {exc}")
+    if os.geteuid() == 0:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
         report.uid = f"one unprivileged uid per worker ({UID_BASE} + worker pid), rlimit NPROC enforced"
     else:
-        try:
-            _unshare(CLONE_NEWUSER | CLONE_NEWNET)
-            report.network = "user + network namespace (no interfaces up)"
-        except OSError as exc:
-            report.notes.append(f"no network namespace: {exc}")
-        report.notes.append(
-            "not root: no per-submission uid, RLIMIT_NPROC counts all of this user's processes"
-        )
         with contextlib.suppress(OSError):
             prctl(PR_SET_CHILD_SUBREAPER, 1)
+        report.notes.append("not root: no per-submission uid, RLIMIT_NPROC counts all of this user's processes")
     if report.network == "none":
         report.network = "socket creation refused by an audit hook in the child"
+        report.missing.append("network namespace")
     prctl(PR_SET_DUMPABLE, 0)  # the worker's memory is not readable through /proc or ptrace
+    try:
+        report.seccomp = syscalls.install()
+    except (OSError, RuntimeError) as exc:
+        report.missing.append(f"seccomp: {exc}")
     return report
 
 
@@ -164,9 +196,11 @@ def wipe_private_dirs(isolation: Isolation) -> None:
                         os.unlink(entry.path)
 
 
-def sandbox_uid() -> int | None:
-    """The uid this worker's submissions run as (``None`` when not root: we cannot switch)."""
-    return UID_BASE + os.getpid() if os.geteuid() == 0 else None
+def sandbox_uid(isolation: Isolation) -> int | None:
+    """The uid this worker's submissions run as (``None`` when not root: we cannot switch).
+
+    Made from the worker's pid as the *host* sees it (inside its PID namespace it is 1)."""
+    return UID_BASE + isolation.host_pid if os.geteuid() == 0 else None
 
 
 def _block_sockets() -> None:
@@ -180,7 +214,13 @@ def _block_sockets() -> None:
 
 
 def _lock_down(
-    limits: Limits, uid: int | None, workdir: str, request_fd: int, reply_fd: int, block_sockets: bool
+    limits: Limits,
+    uid: int | None,
+    workdir: str,
+    request_fd: int,
+    reply_fd: int,
+    block_sockets: bool,
+    parent: int,
 ) -> None:
     """Everything the child does to itself before any submission code runs."""
     os.setsid()
@@ -214,7 +254,7 @@ def _lock_down(
         os.setresuid(uid, uid, uid)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid: a uid change clears it
-    if os.getppid() == 1:  # the worker died while we were setting up
+    if os.getppid() != parent:  # the worker died while we were setting up
         os._exit(70)
     os.environ.clear()
     os.environ.update({"PATH": "/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": workdir})
@@ -230,6 +270,9 @@ class Sandbox:
     uid: int | None
     request_fd: int
     reply_fd: int
+    init: bool = False
+    """Whether the worker is init of its PID namespace: then ``kill(-1)`` reaches exactly the
+    submission's processes, whatever uid or session they moved to."""
 
     def close(self) -> int | None:
         """Kill every process of the submission, reap them, close the pipes; the child's status.
@@ -247,6 +290,11 @@ class Sandbox:
         with contextlib.suppress(ChildProcessError):
             _, status = os.waitpid(self.pid, 0)
         if has_children():
+            if self.init:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(-1, signal.SIGKILL)
+                reap_orphans(block=True)
+                return status
             if self.uid is not None:
                 kill_uid(self.uid)
             else:
@@ -272,15 +320,17 @@ def spawn(
     *,
     uid: int | None,
     block_sockets: bool = False,
+    init: bool = False,
 ) -> Sandbox:
     """Fork a locked-down child that calls ``run(request_fd, reply_fd)`` and never returns."""
     request_r, request_w = os.pipe()
     reply_r, reply_w = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: nothing here may return into the worker's code
         code = 71
         try:
-            _lock_down(limits, uid, workdir, request_r, reply_w, block_sockets)
+            _lock_down(limits, uid, workdir, request_r, reply_w, block_sockets, parent)
             code = 0
             run(CHILD_REQUEST_FD, CHILD_REPLY_FD)
         except BaseException:  # noqa: BLE001 - the child must exit, whatever happened
@@ -289,7 +339,7 @@ def spawn(
             os._exit(code)
     os.close(request_r)
     os.close(reply_w)
-    return Sandbox(pid, uid, request_w, reply_r)
+    return Sandbox(pid, uid, request_w, reply_r, init)
 
 
 def kill_uid(uid: int) -> None:

@@ -29,6 +29,7 @@ from rlvr_gym.verifiers.code.sandbox import (
     PR_SET_PDEATHSIG,
     Isolation,
     Limits,
+    enter_pid_namespace,
     isolate_worker,
     prctl,
     sandbox_uid,
@@ -66,7 +67,7 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
             "errors": list(compiled.errors)[:5],
         }
     make_globals = policy.prepared_globals if restricted else policy.plain_globals
-    uid = sandbox_uid()
+    uid = sandbox_uid(isolation)
     workdir = tempfile.mkdtemp(prefix="sandbox-")
     if uid is not None:
         os.chown(workdir, uid, uid)
@@ -80,6 +81,7 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
         workdir,
         uid=uid,
         block_sockets=block_sockets,
+        init=isolation.pid_namespace,
     )
     try:
         outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline))
@@ -113,10 +115,17 @@ def supervise(worker: int) -> int:
 
 def main() -> int:
     """Fork the worker under a reaping supervisor; serve jobs until the pool closes our stdin."""
+    namespaces = enter_pid_namespace()
+    pid_r, pid_w = os.pipe()
     worker = os.fork()
     if worker:
+        os.write(pid_w, str(worker).encode())  # its pid as the host sees it
+        os.close(pid_w)
         return supervise(worker)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.close(pid_w)
+    host_pid = int(os.read(pid_r, 32))
+    os.close(pid_r)
     in_fd, out_fd = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -127,10 +136,10 @@ def main() -> int:
     policy.prepare_globals("submission", "__main__")
     gc.collect()
     gc.freeze()  # forked children's GC then never touches (and copies) the worker's objects
-    isolation = isolate_worker()
+    isolation = isolate_worker(namespaces, host_pid)
     if missing:
         isolation.notes.append(f"allowed modules that failed to import: {', '.join(missing)}")
-    write_frame(out_fd, {"isolation": isolation.as_dict(), "pid": os.getpid()})
+    write_frame(out_fd, {"isolation": isolation.as_dict(), "pid": host_pid})
     jobs = FrameReader(in_fd)
     while True:
         try:

@@ -1,0 +1,188 @@
+"""The filesystem wall: a submission sees a read-only Python runtime, a private /tmp, and nothing else.
+
+Two mechanisms, chosen by what the machine allows:
+
+* :func:`pivot_to_minimal_root` (root, or a user namespace): in the worker's own mount namespace a
+  tmpfs becomes the new ``/``; the Python runtime (stdlib, site-packages, shared libraries) is
+  bind-mounted into it read-only at the same paths, plus ``/dev/null``-like devices and a
+  size-capped ``/tmp``; then ``pivot_root`` and the host tree is detached. No ``/etc``, ``/home``,
+  ``/proc``, project sources or data files exist there at all.
+* :func:`landlock_runtime_only` (no namespaces allowed): Landlock rules let this process and its
+  children read only the runtime paths and write only one private directory.
+
+Either is applied to the worker after it has imported everything it needs, so the worker's own
+code (the judge) keeps working while the host tree is gone.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import sys
+import sysconfig
+import tempfile
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 0x400, 0x800, 0x200000
+MNT_DETACH = 2
+ST_LOCKED = {  # statvfs flag -> mount flag a user namespace must keep on a remount
+    os.ST_NOSUID: MS_NOSUID,
+    os.ST_NODEV: MS_NODEV,
+    os.ST_NOEXEC: MS_NOEXEC,
+    os.ST_NOATIME: MS_NOATIME,
+    os.ST_NODIRATIME: MS_NODIRATIME,
+    os.ST_RELATIME: MS_RELATIME,
+}
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+SYS_LANDLOCK = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
+DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
+TMP_SIZE = "64m"
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def mount(source: str, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    _check(
+        _libc.mount(
+            source.encode(), target.encode(), fstype.encode() if fstype else None, flags,
+            data.encode() if data else None,
+        ),
+        f"mount {target}",
+    )  # fmt: skip
+
+
+def runtime_paths() -> list[str]:
+    """What a submission may read: the interpreter's stdlib and site-packages, and shared libraries.
+
+    The venv's ``site-packages`` holds only installed distributions (an editable install leaves a
+    path *finder* there, whose targets are not exposed).
+    """
+    paths = sysconfig.get_paths()
+    wanted = [paths["stdlib"], paths["platstdlib"] + "/lib-dynload", paths["purelib"], paths["platlib"]]
+    wanted += [os.path.join(sys.base_prefix, "lib"), "/usr/lib", "/usr/lib64", "/lib", "/lib64"]
+    found: list[str] = []
+    for path in wanted:
+        if os.path.exists(path) and path not in found:
+            found.append(path)
+    # a path inside another one is exposed by it already
+    return [p for p in found if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in found)]
+
+
+def _remount_read_only(target: str, source: str) -> None:
+    flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+    host_flags = os.statvfs(source).f_flag
+    for st_flag, ms_flag in ST_LOCKED.items():
+        if host_flags & st_flag:
+            flags |= ms_flag
+    mount("none", target, None, flags)
+
+
+def _bind(source: str, new_root: str, *, writable: bool = False) -> None:
+    target = new_root + source
+    if os.path.islink(source):  # e.g. /lib -> usr/lib: the same link in the new root
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.symlink(os.readlink(source), target)
+        return
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        open(target, "a").close()  # noqa: SIM115 - a mount point, closed at once
+    mount(source, target, None, MS_BIND | MS_REC)
+    if not writable:
+        _remount_read_only(target, source)
+
+
+def pivot_to_minimal_root() -> str:
+    """Replace this mount namespace's root with the minimal one (needs CAP_SYS_ADMIN in it)."""
+    arch = platform.machine()
+    if arch not in SYS_PIVOT_ROOT:
+        raise OSError(f"pivot_root: unknown syscall number on {arch}")
+    mount("none", "/", None, MS_REC | MS_PRIVATE)
+    new_root = tempfile.mkdtemp(prefix="sandbox-root-")
+    mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    exposed = runtime_paths()
+    for path in exposed:
+        _bind(path, new_root)
+    for device in DEVICES:
+        if os.path.exists(device):
+            _bind(device, new_root, writable=True)
+    os.makedirs(new_root + "/tmp")
+    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMP_SIZE},mode=1777")
+    os.chdir(new_root)
+    _check(_libc.syscall(SYS_PIVOT_ROOT[arch], b".", b"."), "pivot_root")  # old root stacks on top
+    _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
+    os.chdir("/")
+    mount("none", "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    tempfile.tempdir = "/tmp"
+    return (
+        f"minimal root (pivot_root): read-only {', '.join(exposed)}; {', '.join(DEVICES)}; "
+        f"private /tmp tmpfs (size {TMP_SIZE}, wiped after every submission); no /etc, /home, /proc"
+    )
+
+
+# ----- Landlock (the fallback without namespaces) -------------------------------------------------
+
+LANDLOCK_ACCESS_FS_EXECUTE, LANDLOCK_ACCESS_FS_READ_FILE, LANDLOCK_ACCESS_FS_READ_DIR = 1, 4, 8
+LANDLOCK_FS_ABI1 = (1 << 13) - 1  # every file-system right of ABI 1
+LANDLOCK_FS_REFER, LANDLOCK_FS_TRUNCATE = 1 << 13, 1 << 14
+LANDLOCK_RULE_PATH_BENEATH = 1
+LANDLOCK_FILE_RIGHTS = 0b111 | LANDLOCK_FS_TRUNCATE  # execute, write, read, truncate
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0 when Landlock is off or unknown here)."""
+    arch = platform.machine()
+    if arch not in SYS_LANDLOCK:
+        return 0
+    result = _libc.syscall(SYS_LANDLOCK[arch][0], None, 0, 1)  # LANDLOCK_CREATE_RULESET_VERSION
+    return max(0, result)
+
+
+def landlock_runtime_only(private_dir: str) -> str:
+    """Restrict this process and its descendants: read the runtime, write ``private_dir`` only."""
+    abi = landlock_abi()
+    if abi < 1:
+        raise OSError("Landlock is not available in this kernel")
+    create, add_rule, restrict = SYS_LANDLOCK[platform.machine()]
+    handled = LANDLOCK_FS_ABI1 | (LANDLOCK_FS_REFER if abi >= 2 else 0) | (LANDLOCK_FS_TRUNCATE if abi >= 3 else 0)
+    attr = _RulesetAttr(handled)
+    ruleset = _check(_libc.syscall(create, ctypes.byref(attr), ctypes.sizeof(attr), 0), "landlock ruleset")
+    read = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR
+    try:
+        rules = [(path, read) for path in runtime_paths()]
+        rules += [(device, handled & ~LANDLOCK_ACCESS_FS_READ_DIR) for device in DEVICES if os.path.exists(device)]
+        rules.append((private_dir, handled))
+        for path, access in rules:
+            fd = os.open(os.path.realpath(path), os.O_PATH | os.O_CLOEXEC)
+            try:
+                if not os.path.isdir(path):  # a file rule may hold file rights only
+                    access &= LANDLOCK_FILE_RIGHTS
+                rule = _PathBeneath(access, fd)
+                _check(_libc.syscall(add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0), f"landlock rule {path}")
+            finally:
+                os.close(fd)
+        _check(_libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
+        _check(_libc.syscall(restrict, ruleset, 0), "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+    tempfile.tempdir = private_dir
+    return f"Landlock ABI {abi}: read-only {', '.join(runtime_paths())}; writes only in a private dir; no /proc, /etc, /home"

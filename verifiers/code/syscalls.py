@@ -1,0 +1,73 @@
+"""The seccomp layer of the code sandbox: syscalls no submission needs are refused by the kernel.
+
+Loaded once into the worker after it has built its walls (namespaces, root, mounts), so every
+submission process forked from it inherits the filter at no per-submission cost, and neither the
+worker nor a submission can undo what the walls did (no ``mount``, ``unshare``, ``setns``...).
+Built with libseccomp through ``pyseccomp`` (a ctypes binding; no compiler needed). Refused:
+
+* escaping or changing the walls: ``unshare``, ``setns``, ``clone``/``clone3`` with namespace flags,
+  ``mount`` and the new mount API, ``pivot_root``, ``chroot``;
+* reaching other processes or the kernel: ``ptrace``, ``process_vm_*``, ``bpf``, ``keyctl``,
+  ``perf_event_open``, ``kexec_*``, module loading, ``userfaultfd``, ``io_uring_*``, ...;
+* running programs (``execve``/``execveat``): a submission is Python code in this process;
+* sockets other than ``AF_UNIX`` (there is no network in the sandbox either way).
+"""
+
+from __future__ import annotations
+
+import errno
+
+try:
+    import pyseccomp as seccomp
+except (ImportError, OSError) as exc:  # libseccomp.so.2 missing: reported, never silent
+    seccomp = None
+    IMPORT_ERROR = f"{type(exc).__name__}: {exc}"
+else:
+    IMPORT_ERROR = ""
+
+REFUSED = (
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount",
+    "fspick", "move_mount", "open_tree", "mount_setattr", "ptrace", "process_vm_readv",
+    "process_vm_writev", "bpf", "keyctl", "add_key", "request_key", "perf_event_open", "kexec_load",
+    "kexec_file_load", "init_module", "finit_module", "delete_module", "userfaultfd",
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "open_by_handle_at",
+    "name_to_handle_at", "swapon", "swapoff", "reboot", "syslog", "acct", "quotactl",
+    "settimeofday", "clock_settime", "adjtimex", "iopl", "ioperm", "lookup_dcookie",
+    "execve", "execveat",
+)  # fmt: skip
+NAMESPACE_FLAGS = (
+    0x00020000,  # CLONE_NEWNS
+    0x02000000,  # CLONE_NEWCGROUP
+    0x04000000,  # CLONE_NEWUTS
+    0x08000000,  # CLONE_NEWIPC
+    0x10000000,  # CLONE_NEWUSER
+    0x20000000,  # CLONE_NEWPID
+    0x40000000,  # CLONE_NEWNET
+    0x00000080,  # CLONE_NEWTIME
+)
+AF_UNIX = 1
+
+
+def install() -> str:
+    """Load the filter into this process (and so every later child). Returns what is active.
+
+    Raises ``OSError``/``RuntimeError`` when libseccomp is missing or refuses; the caller
+    reports that as a missing layer.
+    """
+    if seccomp is None:
+        raise RuntimeError(f"pyseccomp/libseccomp unavailable ({IMPORT_ERROR})")
+    refuse = seccomp.ERRNO(errno.EPERM)
+    rules = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
+    for name in REFUSED:
+        try:
+            rules.add_rule(refuse, name)
+        except (ValueError, RuntimeError, OSError):  # a syscall this architecture lacks
+            continue
+    for flag in NAMESPACE_FLAGS:
+        rules.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+    # clone3 passes its flags in memory, where a filter cannot look: ENOSYS makes glibc fall
+    # back to clone(2), whose flags the rules above do check (the same choice Docker makes).
+    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    rules.add_rule(seccomp.ERRNO(errno.EAFNOSUPPORT), "socket", seccomp.Arg(0, seccomp.NE, AF_UNIX))
+    rules.load()  # sets no_new_privs first (libseccomp's default), so no root is needed
+    return f"seccomp filter (libseccomp): {len(REFUSED)} syscalls, namespace clone flags, non-unix sockets refused"
