@@ -1,0 +1,76 @@
+"""The OS walls hold with RestrictedPython off, as root and as an ordinary user (issue 14's probes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.sandbox_probes import run_all
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBE_USER = "rlvr-sandbox-probe"
+ATTACKS = (
+    "read-etc-passwd", "read-data-file", "list-project-sources", "list-host-pids", "signal-a-host-pid",
+    "connect-127.0.0.1", "unshare-newuser", "ptrace-traceme", "mount-tmpfs", "no-seccomp",
+    "write-outside", "shell-reads-data", "system-python", "forged HumanEval/0 from the data file",
+)  # fmt: skip
+
+
+def assert_walls_hold(results: dict) -> None:
+    assert results["control: canonical HumanEval/0"] is True  # the walls leave honest code working
+    breached = [name for name in ATTACKS if results[name] is not False]
+    assert not breached, (breached, results["isolation"])
+    assert results["marker written"] is False
+    leaked = results["leaked text"]
+    assert "/etc" not in leaked and "xxxxx" in leaked and len(leaked) < 400, leaked
+    isolation = results["isolation"]
+    assert not isolation["missing"], isolation
+    assert "seccomp" in isolation["seccomp"] and "PID namespace" in isolation["pid"]
+
+
+@pytest.mark.slow
+def test_walls_hold_for_the_user_running_the_tests():
+    assert_walls_hold(run_all())
+
+
+def _as_ordinary_user() -> list[str]:
+    """argv prefix running a command as PROBE_USER (made here) in a mount namespace where the
+    interpreter, if it lives in root's private home (pyenv), is reachable read-only: an ordinary
+    user would have a Python of their own."""
+    if subprocess.run(["id", PROBE_USER], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "-M", "-r", "-s", "/usr/sbin/nologin", PROBE_USER], check=True)
+    prefix = os.path.realpath(sys.base_prefix)
+    expose = ""
+    if prefix.startswith("/root/"):
+        expose = (
+            f"stage=$(mktemp -d) && mount --bind {prefix} $stage && mount -t tmpfs -o mode=0755 tmpfs /root"
+            f" && mkdir -p {prefix} && mount --bind $stage {prefix} && mount -o remount,bind,ro {prefix} && "
+        )
+    setpriv = f"setpriv --reuid={PROBE_USER} --regid={PROBE_USER} --clear-groups --inh-caps=-all"
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{expose}exec {setpriv} "$@"', "sh"]
+
+
+@pytest.mark.slow
+def test_walls_hold_for_an_ordinary_user():
+    if os.geteuid() != 0:
+        pytest.skip("running as an ordinary user already: the test above covers this path")
+    for tool in ("useradd", "setpriv", "unshare"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is needed to run the probes as another user")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT), "HOME": "/nonexistent"}
+    if "RLVR_GYM_DATA_DIR" in os.environ:
+        env["RLVR_GYM_DATA_DIR"] = os.environ["RLVR_GYM_DATA_DIR"]
+    done = subprocess.run(
+        [*_as_ordinary_user(), sys.executable, "-P", "-m", "tests.sandbox_probes"],
+        capture_output=True, text=True, env=env, cwd="/", timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(done.stdout)
+    assert "not root" in " ".join(results["isolation"]["notes"])  # it really ran unprivileged
+    assert_walls_hold(results)
