@@ -22,7 +22,10 @@ LIBC = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
 
 
 def data_file() -> Path:
-    return Path(os.environ.get("RLVR_GYM_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")) / "HumanEval.jsonl.gz"
+    return (
+        Path(os.environ.get("RLVR_GYM_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+        / "HumanEval.jsonl.gz"
+    )
 
 
 def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
@@ -36,7 +39,8 @@ def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
         "connect-127.0.0.1": f"import socket\ndef f():\n    socket.create_connection(('127.0.0.1', {port}), timeout=0.5)\n    return 'escaped'",
         "unshare-newuser": LIBC + "def f():\n    return 'escaped' if libc.unshare(0x10000000) == 0 else 'no'",
         "ptrace-traceme": LIBC + "def f():\n    return 'escaped' if libc.ptrace(0, 0, 0, 0) == 0 else 'no'",
-        "mount-tmpfs": LIBC + "def f():\n    return 'escaped' if libc.mount(b'none', b'.', b'tmpfs', 0, None) == 0 else 'no'",
+        "mount-tmpfs": LIBC
+        + "def f():\n    return 'escaped' if libc.mount(b'none', b'.', b'tmpfs', 0, None) == 0 else 'no'",
         "no-seccomp": LIBC + "def f():\n    return 'escaped' if libc.prctl(21, 0, 0, 0, 0) != 2 else 'no'",
         "write-outside": f"def f():\n    open({marker!r}, 'w').write('x')\n    return 'escaped'",
         "shell-reads-data": "import subprocess\ndef f():\n    out = subprocess.run(['/bin/sh', '-c', "

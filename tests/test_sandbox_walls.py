@@ -53,7 +53,16 @@ def _as_ordinary_user() -> list[str]:
             f" && mkdir -p {prefix} && mount --bind $stage {prefix} && mount -o remount,bind,ro {prefix} && "
         )
     setpriv = f"setpriv --reuid={PROBE_USER} --regid={PROBE_USER} --clear-groups --inh-caps=-all"
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{expose}exec {setpriv} "$@"', "sh"]
+    return [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        f'{expose}exec {setpriv} "$@"',
+        "sh",
+    ]
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -43,6 +44,22 @@ def cmd_envs(args: argparse.Namespace) -> int:
     for env_id, spec in sorted(envs.registry.items()):
         print(f"{env_id:<{width}}  {spec.summary()}")
     return 0
+
+
+def cmd_sandbox_info(args: argparse.Namespace) -> int:
+    """Which code-sandbox layers a worker gets on this machine; exit 1 if any layer is missing."""
+    from rlvr_gym.verifiers.code import SandboxPool
+
+    with SandboxPool(1) as pool:
+        isolation = pool.isolation
+    print(f"running as uid {os.geteuid()}")
+    for layer in ("filesystem", "pid", "network", "seccomp", "uid"):
+        print(f"{layer:<11} {isolation[layer]}")
+    for note in isolation["notes"]:
+        print(f"note        {note}")
+    for missing in isolation["missing"]:
+        print(f"MISSING     {missing}")
+    return 1 if isolation["missing"] else 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -260,6 +277,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("envs", help="list registered envs")
     p.set_defaults(run=cmd_envs)
+
+    p = sub.add_parser(
+        "sandbox-info", help="which code-sandbox layers are active here (exit 1 if any is missing)"
+    )
+    p.set_defaults(run=cmd_sandbox_info)
 
     p = sub.add_parser("check", help="check envs against the SingleTurnEnv contract")
     p.add_argument("ids", nargs="*", metavar="ID")

@@ -163,13 +163,17 @@ def landlock_runtime_only(private_dir: str) -> str:
     if abi < 1:
         raise OSError("Landlock is not available in this kernel")
     create, add_rule, restrict = SYS_LANDLOCK[platform.machine()]
-    handled = LANDLOCK_FS_ABI1 | (LANDLOCK_FS_REFER if abi >= 2 else 0) | (LANDLOCK_FS_TRUNCATE if abi >= 3 else 0)
+    handled = (
+        LANDLOCK_FS_ABI1 | (LANDLOCK_FS_REFER if abi >= 2 else 0) | (LANDLOCK_FS_TRUNCATE if abi >= 3 else 0)
+    )
     attr = _RulesetAttr(handled)
     ruleset = _check(_libc.syscall(create, ctypes.byref(attr), ctypes.sizeof(attr), 0), "landlock ruleset")
     read = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR
     try:
         rules = [(path, read) for path in runtime_paths()]
-        rules += [(device, handled & ~LANDLOCK_ACCESS_FS_READ_DIR) for device in DEVICES if os.path.exists(device)]
+        rules += [
+            (device, handled & ~LANDLOCK_ACCESS_FS_READ_DIR) for device in DEVICES if os.path.exists(device)
+        ]
         rules.append((private_dir, handled))
         for path, access in rules:
             fd = os.open(os.path.realpath(path), os.O_PATH | os.O_CLOEXEC)
@@ -177,7 +181,10 @@ def landlock_runtime_only(private_dir: str) -> str:
                 if not os.path.isdir(path):  # a file rule may hold file rights only
                     access &= LANDLOCK_FILE_RIGHTS
                 rule = _PathBeneath(access, fd)
-                _check(_libc.syscall(add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0), f"landlock rule {path}")
+                _check(
+                    _libc.syscall(add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0),
+                    f"landlock rule {path}",
+                )
             finally:
                 os.close(fd)
         _check(_libc.prctl(38, 1, 0, 0, 0), "no_new_privs")

@@ -126,7 +126,11 @@ def enter_pid_namespace() -> str:
     uid, gid = os.getuid(), os.getgid()
     try:
         _unshare(CLONE_NEWUSER | CLONE_NEWPID)
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
             with open(f"/proc/self/{name}", "w") as handle:
                 handle.write(text)
     except OSError as exc:
@@ -145,7 +149,11 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
     global HOST_PID
     HOST_PID = host_pid
     report = Isolation(host_pid=host_pid)
-    report.pid = "PID namespace (the worker is its init; host processes invisible)" if namespaces in ("root", "user") else ""
+    report.pid = (
+        "PID namespace (the worker is its init; host processes invisible)"
+        if namespaces in ("root", "user")
+        else ""
+    )
     if not report.pid:
         report.missing.append(f"pid namespace: {namespaces}")
     if namespaces in ("root", "user"):
@@ -169,7 +177,9 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
     else:
         with contextlib.suppress(OSError):
             prctl(PR_SET_CHILD_SUBREAPER, 1)
-        report.notes.append("not root: no per-submission uid, RLIMIT_NPROC counts all of this user's processes")
+        report.notes.append(
+            "not root: no per-submission uid, RLIMIT_NPROC counts all of this user's processes"
+        )
     if report.network == "none":
         report.network = "socket creation refused by an audit hook in the child"
         report.missing.append("network namespace")
