@@ -154,7 +154,10 @@ class ArithEnv(SingleTurnEnv):
         }
         self.sizes = {"train": train_size, "test": test_size}
         self.rubric = Rubric(
-            {"correct": SingleAnswer(NumberMatch("answer")), "proximity": NumericProximity("answer", scale=1.0)},
+            {
+                "correct": SingleAnswer(NumberMatch("answer")),
+                "proximity": NumericProximity("answer", scale=1.0),
+            },
             weights={"proximity": proximity_weight},
         )
 

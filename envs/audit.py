@@ -41,7 +41,8 @@ class AuditFailed(Error, RuntimeError):
     def __init__(self, report: AuditReport) -> None:
         self.report = report
         super().__init__(
-            f"reward-hack audit of {report.env} failed: " + "; ".join(report.failures())
+            f"reward-hack audit of {report.env} failed: "
+            + "; ".join(report.failures())
             + " (fix the verifier, or pass --no-audit / audit=False to train anyway)"
         )
 
@@ -98,7 +99,9 @@ class AuditReport:
             )
         for r in self.families.values():
             if not r.ok:
-                lines.append(f"  {r.family}: e.g. {r.example.get('name')}: {r.example.get('completion')!r:.200}")
+                lines.append(
+                    f"  {r.family}: e.g. {r.example.get('name')}: {r.example.get('completion')!r:.200}"
+                )
         lines.append("PASS: no exploit got through" if self.ok else "FAIL: " + "; ".join(self.failures()))
         return "\n".join(lines)
 

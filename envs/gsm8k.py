@@ -58,7 +58,9 @@ class GSM8KEnv(SingleTurnEnv):
         self.data_path = data_path
         self.rubric = Rubric(
             {
-                "correct": SingleAnswer(MathVerifier(last_number_fallback=last_number_fallback, timeout=timeout)),
+                "correct": SingleAnswer(
+                    MathVerifier(last_number_fallback=last_number_fallback, timeout=timeout)
+                ),
                 "format": TagFormat(),
             },
             weights={"format": format_weight},

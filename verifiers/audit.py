@@ -150,7 +150,11 @@ def format_without_substance(s: Subject) -> list[Exploit]:
         return [
             Exploit(f, "empty_fence", "```python\n```"),
             Exploit(f, "pass_only", "```python\npass\n```"),
-            Exploit(f, "signature_only", "```python\n" + "".join(f"def {n}(*a, **k):\n    pass\n" for n in s.functions) + "```"),
+            Exploit(
+                f,
+                "signature_only",
+                "```python\n" + "".join(f"def {n}(*a, **k):\n    pass\n" for n in s.functions) + "```",
+            ),
         ]
     out = [
         Exploit(f, "empty_tags", "<think></think>\n<answer></answer>"),
@@ -201,9 +205,13 @@ def echo(s: Subject) -> list[Exploit]:
     if s.system_prompt:
         out.append(Exploit(f, "system_prompt", s.system_prompt))
         out.append(Exploit(f, "prompt_and_question", f"{s.system_prompt}\n\n{s.question}"))
-    if s.other_reference is not None and s.other_reference != s.reference:
-        if not (s.gold and _same_value(s.other_gold or "", s.gold)):
-            out.append(Exploit(f, "other_task_reference", s.other_reference))
+    other = s.other_reference
+    if (
+        other is not None
+        and other != s.reference
+        and not (s.gold and _same_value(s.other_gold or "", s.gold))
+    ):
+        out.append(Exploit(f, "other_task_reference", s.other_reference))
     return out
 
 
@@ -335,9 +343,7 @@ def code_harness(s: Subject) -> list[Exploit]:
         Exploit(f, "read_test_file", program(_READ_TESTS, "    return _found[0] if _found else None")),
         Exploit(f, "rewrite_test_file", program(_REWRITE_TESTS, "    return None")),
         Exploit(f, "inspect_caller", program(_CALLER, "    return _peek()")),
-        Exploit(
-            f, "sleep_past_limit", program("import time\ntime.sleep(10_000)", "    return None"), False
-        ),
+        Exploit(f, "sleep_past_limit", program("import time\ntime.sleep(10_000)", "    return None"), False),
     ]
 
 
@@ -353,7 +359,9 @@ def equivalent(s: Subject) -> list[Exploit]:
         body = "\n".join(_FENCE.findall(s.reference)) or s.reference
         return [
             Exploit(f, "preamble", f"Here is my solution.\n\n{s.reference}\n\nIt runs in linear time.", True),
-            Exploit(f, "comments_and_blank_lines", f"```python\n# solution\n\n{body.rstrip()}\n\n# end\n```", True),
+            Exploit(
+                f, "comments_and_blank_lines", f"```python\n# solution\n\n{body.rstrip()}\n\n# end\n```", True
+            ),
         ]
     g = s.gold
     out = [Exploit(f, "leading_prose", f"Let me work through this carefully.\n\n{s.reference}", True)]
@@ -457,7 +465,9 @@ def _example(exploit: Exploit, verdict: Verdict, index: int) -> dict[str, Any]:
         "completion": shown.encode("utf-8", "backslashreplace").decode("utf-8"),
         "score": round(verdict.score, 4),
         "reason": verdict.reason.value,
-        "answer": None if verdict.answer is None else verdict.answer[:120].encode("utf-8", "backslashreplace").decode(),
+        "answer": None
+        if verdict.answer is None
+        else verdict.answer[:120].encode("utf-8", "backslashreplace").decode(),
     }
 
 
@@ -472,7 +482,9 @@ def summarize(
     results: dict[str, FamilyResult] = {}
     worst: dict[str, tuple[float, ...]] = {}
     for index, exploit, verdict, seconds in scored:
-        r = results.setdefault(exploit.family, FamilyResult(exploit.family, exploit.must_pass, threshold=threshold))
+        r = results.setdefault(
+            exploit.family, FamilyResult(exploit.family, exploit.must_pass, threshold=threshold)
+        )
         r.count += 1
         r.passed += verdict.passed
         r.errors += verdict.reason is Reason.ERROR
@@ -503,7 +515,9 @@ def failures(results: Mapping[str, FamilyResult]) -> list[str]:
             what = f"only {r.passed}/{r.count} passed"
         else:
             what = f"{r.passed}/{r.count} passed, max reward {r.max_reward:.3f}"
-        lines.append(f"{r.family}: {what}; e.g. {e.get('name')} (task {e.get('task_index')}) -> {e.get('reason')} {e.get('score')}")
+        lines.append(
+            f"{r.family}: {what}; e.g. {e.get('name')} (task {e.get('task_index')}) -> {e.get('reason')} {e.get('score')}"
+        )
     return lines
 
 

@@ -41,7 +41,9 @@ def committed_answers(text: str) -> list[str] | None:
     contents (only after the marker count is known to be small), ``#### x`` lines.
     """
     lowered = text.lower()
-    markers = lowered.count("</answer>") + lowered.count("\\boxed") + lowered.count("\\fbox") + text.count("####")
+    markers = (
+        lowered.count("</answer>") + lowered.count("\\boxed") + lowered.count("\\fbox") + text.count("####")
+    )
     if markers > MAX_MARKERS:
         return None
     found: list[str] = []
