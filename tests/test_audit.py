@@ -119,3 +119,13 @@ def test_single_answer_needs_every_committed_answer_right():
     assert committed_answers("<answer>" * 100_000) is not None  # no closing tag: no markers
     assert verifier("\\boxed{4}" * 40, task).reason.value == "bad_format"
     assert isinstance(verifier("\ud800\x00", task), Verdict)
+
+
+def test_report_page_shows_the_audit_escaped(tmp_path):
+    from rlvr_gym.trainers.report import _audit_section
+
+    assert "No audit" in _audit_section(tmp_path)
+    rg.audit(rg.make("hack/echo-v0"), n_tasks=2, fast=True).save(tmp_path / AUDIT_FILE)
+    page = _audit_section(tmp_path)
+    assert "FAILED" in page and "<td>echo</td>" in page and "FAIL</td>" in page
+    assert "<answer>" not in page and "&lt;answer&gt;" in page  # completions render as text

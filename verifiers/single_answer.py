@@ -91,5 +91,11 @@ class SingleAnswer:
                 )
         return verdict
 
+    def __getattr__(self, name: str) -> object:
+        """The inner verifier's other attributes (``warm_up``, ``timeout``...) stay reachable."""
+        if name == "inner":  # not set yet (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
     def __repr__(self) -> str:
         return f"SingleAnswer({self.inner!r})"
