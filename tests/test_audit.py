@@ -30,9 +30,9 @@ def test_cli_audit_catches_each_weak_verifier(family, capsys):
 
 
 def test_code_harness_names_the_exit_trick():
-    report = rg.audit(rg.make("hack/code-harness-v0"), n_tasks=2, fast=True)
+    report = rg.audit(rg.make("hack/code-harness-v0"), n_tasks=1, fast=True, families=["code_harness"])
     family = report.families["code_harness"]
-    assert family.passed >= 2 and family.max_reward == 1.0
+    assert family.passed >= 2 and family.max_reward == 1.0 and not report.ok
     assert family.example["name"] in {
         "sys_exit_0",
         "os_exit_0",
