@@ -16,7 +16,7 @@ from typing import Any
 from rlvr_gym.envs.data import load_rows
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument
-from rlvr_gym.verifiers import Rubric, Task
+from rlvr_gym.verifiers import Rubric, SingleAnswer, Task
 from rlvr_gym.verifiers.format import TagFormat
 from rlvr_gym.verifiers.math import MathVerifier, fast_number, normalize
 
@@ -58,7 +58,9 @@ class GSM8KEnv(SingleTurnEnv):
         self.data_path = data_path
         self.rubric = Rubric(
             {
-                "correct": MathVerifier(last_number_fallback=last_number_fallback, timeout=timeout),
+                "correct": SingleAnswer(
+                    MathVerifier(last_number_fallback=last_number_fallback, timeout=timeout)
+                ),
                 "format": TagFormat(),
             },
             weights={"format": format_weight},

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from rlvr_gym.envs.data import load_rows
 from rlvr_gym.envs.env import SingleTurnEnv
-from rlvr_gym.verifiers import Reason, Rubric, Task, Verdict
+from rlvr_gym.verifiers import Reason, Rubric, SingleAnswer, Task, Verdict
 from rlvr_gym.verifiers.math import MathVerifier, fast_number, find_boxed, normalize
 
 SYSTEM_PROMPT = (
@@ -66,7 +66,7 @@ class MATH500Env(SingleTurnEnv):
         super().__init__(**env_options)
         self.data_path = data_path
         self.rubric = Rubric(
-            {"correct": MathVerifier(timeout=timeout), "format": BoxedFormat()},
+            {"correct": SingleAnswer(MathVerifier(timeout=timeout)), "format": BoxedFormat()},
             weights={"format": format_weight},
             passed_by="correct",
         )

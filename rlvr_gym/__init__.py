@@ -27,6 +27,9 @@ _LAZY: dict[str, str] = {
     "spec": "rlvr_gym.envs",
     "registry": "rlvr_gym.envs",
     "check_env": "rlvr_gym.envs",
+    "audit": "rlvr_gym.envs.audit",
+    "AuditReport": "rlvr_gym.envs.audit",
+    "AuditFailed": "rlvr_gym.envs.audit",
     "SingleTurnEnv": "rlvr_gym.envs",
     "Verdict": "rlvr_gym.verifiers.verdict",
     "Reason": "rlvr_gym.verifiers.verdict",
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
     from rlvr_gym import backends, envs, error, trainers, verifiers
     from rlvr_gym.backends.config import LoraSettings, RunConfig
     from rlvr_gym.envs import SingleTurnEnv, check_env, make, register, registry, spec
+    from rlvr_gym.envs.audit import AuditFailed, AuditReport, audit
     from rlvr_gym.trainers.evaluate import evaluate
     from rlvr_gym.trainers.train import train
     from rlvr_gym.verifiers.rubric import Rubric
@@ -64,6 +68,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AuditFailed",
+    "AuditReport",
     "Error",
     "LoraSettings",
     "Reason",
@@ -72,6 +78,7 @@ __all__ = [
     "SingleTurnEnv",
     "Verdict",
     "__version__",
+    "audit",
     "backends",
     "check_env",
     "envs",

@@ -7,6 +7,7 @@ else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -36,6 +37,52 @@ def parse_env_args(pairs: Sequence[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             kwargs[key] = raw
     return kwargs
+
+
+def import_modules(names: Sequence[str]) -> None:
+    """Import each ``--import MODULE`` so that the envs it registers exist before they are named.
+
+    One helper for every command that takes ``--import`` (today ``audit``); a module that is
+    missing or fails while importing is a one-line user error, not a traceback.
+    """
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise CliError(f"--import {name}: {exc}") from exc
+
+
+def add_import_arg(parser: argparse.ArgumentParser) -> None:
+    """The repeatable ``--import MODULE`` (a module that registers envs, e.g. a plugin's)."""
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (it may register envs); repeatable",
+    )
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    """Run the reward-hack catalogue on ENV; exit 1 when an exploit passes or earns > --threshold."""
+    from rlvr_gym.envs.audit import audit
+
+    import_modules(args.imports)
+    env = envs.make(args.id, **parse_env_args(args.env_arg))
+    report = audit(
+        env,
+        n_tasks=args.n_tasks,
+        seed=args.seed,
+        split=args.split,
+        families=args.family or None,
+        fast=args.fast,
+        threshold=args.threshold,
+    )
+    if args.output:
+        report.save(args.output)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report.render())
+    return 0 if report.ok else EXIT_CHECK_FAILED
 
 
 def cmd_envs(args: argparse.Namespace) -> int:
@@ -158,12 +205,19 @@ def cmd_train(args: argparse.Namespace) -> int:
         seed=args.seed,
         **{**defaults, **{k: v for k, v in given.items() if v is not None}},
     )
+    if args.no_audit:
+        print("note: --no-audit: the reward-hack audit is skipped")
     if config.warm_start_steps:
         print(
             f"note: a supervised warm start of {config.warm_start_steps} steps on {args.env}'s reference answers runs first"
         )
     result = train(
-        config.env_id, config, backend=args.backend, resume=args.resume, backend_options=backend_options(args)
+        config.env_id,
+        config,
+        backend=args.backend,
+        resume=args.resume,
+        backend_options=backend_options(args),
+        audit=not args.no_audit,
     )
     rows = [r for r in result.metrics if "reward/mean" in r]
     if rows:
@@ -356,7 +410,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--save-steps", type=int, default=25)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--no-audit", action="store_true", help="skip the fast reward-hack audit that runs before training"
+    )
     p.set_defaults(run=cmd_train)
+
+    p = sub.add_parser("audit", help="run generic reward hacks against an env's verifiers")
+    p.add_argument("id", metavar="ENV")
+    add_import_arg(p)
+    add_env_arg(p)
+    p.add_argument("--n-tasks", type=int, default=8, help="tasks sampled (default 8)")
+    p.add_argument("--seed", type=int, default=0, help="sample seed (default 0)")
+    p.add_argument("--split", default=None, help="default: test when the env has it")
+    p.add_argument("--family", action="append", default=[], help="audit only this family; repeatable")
+    p.add_argument("--fast", action="store_true", help="leave out the slow exploits (as train does)")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=0.5,
+        help="a failing exploit rewarded above this fails the audit too (default 0.5)",
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--output", default=None, metavar="FILE", help="also write the JSON report to FILE")
+    p.set_defaults(run=cmd_audit)
 
     p = sub.add_parser("eval", help="sample completions on an env's tasks, score them, report pass@k")
     p.add_argument("--env", required=True, metavar="ID")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_gym.backends.metrics import plot_series, read_metrics, reward_keys
+from rlvr_gym.envs.audit import AUDIT_FILE
 from rlvr_gym.error import InvalidArgument, MissingPath
 from rlvr_gym.trainers.evaluate import SUMMARY_FILE
 from rlvr_gym.trainers.rollouts import find_rollout_logs, read_rollouts
@@ -121,6 +122,27 @@ def _eval_summaries(run_dir: Path) -> str:
     )
 
 
+def _audit_section(run_dir: Path) -> str:
+    """The reward-hack audit ``train`` ran first (``audit.json``): one row per family."""
+    path = run_dir / AUDIT_FILE
+    if not path.is_file():
+        return "<p>No audit in this run (trained with <code>--no-audit</code>, or before audits existed).</p>"
+    audit = json.loads(path.read_text(encoding="utf-8"))
+    rows = "".join(
+        f"<tr><td>{_text(name)}</td><td>{_text(r['kind'])}</td><td>{r['count']}</td>"
+        f"<td>{r['pass_rate']:.2f}</td><td>{r['mean_reward']:.3f}</td><td>{r['max_reward']:.3f}</td>"
+        f"<td>{'ok' if r['ok'] else 'FAIL'}</td><td><pre>{_text(r['example'].get('name', ''))}: "
+        f"{_text(r['example'].get('completion', ''))}</pre></td></tr>"
+        for name, r in audit.get("families", {}).items()
+    )
+    verdict = "passed" if audit.get("ok") else "FAILED: " + "; ".join(audit.get("failures", []))
+    return (
+        f"<p class='audit'>Audit of {_text(audit.get('env'))} on tasks {_text(audit.get('task_indices'))}: "
+        f"{_text(verdict)}</p><table class='audit'><tr><th>family</th><th>kind</th><th>n</th>"
+        f"<th>pass rate</th><th>mean reward</th><th>max reward</th><th>verdict</th><th>example</th></tr>{rows}</table>"
+    )
+
+
 def render_page(
     run_dir: Path, plots: dict[str, Path], missing: Sequence[str], samples: list[tuple[Path, dict[str, Any]]]
 ) -> str:
@@ -163,6 +185,8 @@ pre {{ white-space: pre-wrap; max-width: 40em; margin: 0; }}
 <ul class="missing">{notes}</ul>
 <h2>Last logged metrics</h2>
 {_metrics_table(rows)}
+<h2>Reward-hack audit</h2>
+{_audit_section(run_dir)}
 <h2>Evaluations</h2>
 {_eval_summaries(run_dir)}
 <h2>Sample rollouts</h2>

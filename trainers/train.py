@@ -9,6 +9,7 @@ from typing import Any
 from rlvr_gym import backends, envs
 from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs.audit import AUDIT_FILE, AuditFailed, fast_audit
 from rlvr_gym.error import NotAvailable
 
 logger = logging.getLogger("rlvr_gym.trainers")
@@ -67,14 +68,29 @@ def train(
     *,
     resume: bool = False,
     backend_options: dict[str, Any] | None = None,
+    audit: bool = True,
 ):
     """Train ``env`` (an env object or a registered id) with GRPO on ``backend``.
 
     ``backend_options`` go to the backend's ``train`` as keywords (e.g. ``launch=LaunchSpec(...)``
     for ``deepspeed-zero2``, ``mode="colocate"`` for ``fsdp-vllm``).
     Returns the backend's ``RunResult`` (output folder, saved model, metrics rows, plot path).
+
+    First, unless ``audit=False``, a fast reward-hack audit (``envs.audit.fast_audit``, a few
+    seconds) runs on the env; its report lands in ``OUTPUT_DIR/audit.json`` and
+    :class:`~rlvr_gym.envs.audit.AuditFailed` (naming the exploit) stops the run when an exploit
+    passes, before any model is loaded.
     """
     env = resolve_env(env, config)
+    if audit:
+        Path(config.output_dir).mkdir(parents=True, exist_ok=True)
+        report = fast_audit(env, seed=config.seed)
+        report.save(Path(config.output_dir) / AUDIT_FILE)
+        logger.info(
+            "reward-hack audit of %s: %s in %.1f s", report.env, "ok" if report.ok else "FAIL", report.seconds
+        )
+        if not report.ok:
+            raise AuditFailed(report)
     name = backends.auto(config.model, config=config) if backend == "auto" else backend
     module = backends.get(name)
     ok, why = module.available(**(backend_options or {}))

@@ -10,11 +10,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from rlvr_gym.verifiers.basic import ExactMatch, NumberMatch, extract_answer, parse_number
+from rlvr_gym.verifiers.basic import ExactMatch, NumberMatch, extract_answer, parse_number, strip_markup
 from rlvr_gym.verifiers.format import IntegerAnswer, LengthBand, NumericProximity, TagFormat
 from rlvr_gym.verifiers.math import MathVerifier
 from rlvr_gym.verifiers.protocol import Completion, Task, Verifier, completion_text, run_verifier
 from rlvr_gym.verifiers.rubric import Rubric
+from rlvr_gym.verifiers.single_answer import SingleAnswer
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
 _CODE_NAMES = ("CodeVerifier", "Limits", "SandboxPool", "extract_code")
@@ -44,6 +45,7 @@ __all__ = [
     "Reason",
     "Rubric",
     "SandboxPool",
+    "SingleAnswer",
     "TagFormat",
     "Task",
     "Verdict",
@@ -53,4 +55,5 @@ __all__ = [
     "extract_code",
     "parse_number",
     "run_verifier",
+    "strip_markup",
 ]

@@ -11,11 +11,40 @@ import unicodedata
 from decimal import Decimal, InvalidOperation
 
 from rlvr_gym.error import InvalidArgument
-from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer
+from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS
+from rlvr_gym.verifiers.math.extract import extract_answer as _extract_raw
 from rlvr_gym.verifiers.protocol import Task
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
 _NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
+_EMPHASIS = re.compile(r"^(?:\*\*|__|\*|_|`)+|(?:\*\*|__|\*|_|`)+$")
+_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
+
+
+def strip_markup(answer: str) -> str:
+    """``answer`` without the Markdown emphasis and math delimiters around it.
+
+    ``'** 3000'`` (from ``**Answer:** 3000``), ``'$3000$'``, ``'\\(3000\\)'`` and ``'**3000**'``
+    all become ``'3000'``; the inside is left alone, so ``'$3$ or $4$'`` stays a hedge.
+    """
+    text = answer.strip()
+    for _ in range(4):  # layers such as **$3000$** peel in a few rounds; bounded on purpose
+        before = text
+        text = _EMPHASIS.sub("", text).strip().removesuffix(".").strip()
+        for left, right in _DELIMITERS:
+            inner = text[len(left) : -len(right)] if len(text) > len(left) + len(right) else ""
+            if text.startswith(left) and text.endswith(right) and left not in inner:
+                text = inner.strip()
+                break
+        if text == before:
+            break
+    return text
+
+
+def extract_answer(text: str, *, last_number_fallback: bool = False) -> str | None:
+    """The answer ``text`` commits to (see ``verifiers.math.extract``), without markup around it."""
+    answer = _extract_raw(text, last_number_fallback=last_number_fallback)
+    return None if answer is None else strip_markup(answer)
 
 
 def parse_number(answer: str) -> Decimal | None:

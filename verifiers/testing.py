@@ -150,6 +150,104 @@ def completions(
     return st.tuples(answers, st.sampled_from(list(templates))).map(lambda pair: pair[1].format(a=pair[0]))
 
 
+ANSWER_KINDS = ("text", "number", "math", "code")
+
+TEMPLATES: dict[str, tuple[str, ...]] = {
+    "text": (
+        "{a}",
+        "The answer is {a}.",
+        "**Answer:** {a}",
+        "So the answer is **{a}**.",
+        "<answer>{a}</answer>",
+        "<think>Let me recall.</think>\n<answer>{a}</answer>",
+        "Final answer: {a}",
+    ),
+    "number": (
+        "{a}",
+        "${a}$",
+        "The answer is {a}.",
+        "**Answer:** {a}",
+        "So the answer is **{a}**.",
+        "<answer>{a}</answer>",
+        "<answer>${a}$</answer>",
+        "\\boxed{{{a}}}",
+        "Step 1: add.\nStep 2: check.\n#### {a}",
+        "Final answer: \\({a}\\)",
+    ),
+    "math": COMPLETION_TEMPLATES,
+    "code": (
+        "```python\n{a}\n```",
+        "Here is the function.\n\n```python\n{a}\n```\nIt runs in linear time.",
+        "```python\n# solution\n{a}\n\n```",
+    ),
+}
+"""Completion templates per answer kind: the styles a verifier of that kind must accept."""
+
+
+def plain_number_renderings(value: int | Fraction) -> SearchStrategy[str]:
+    """Renderings a plain-number verifier must accept: ``3000``, ``3000.0``, ``3,000``, ``3000.``."""
+    value = Fraction(value)
+    decimal = _decimal(value)
+    if decimal is None:
+        raise InvalidArgument(f"{value} has no terminating decimal: use number_renderings for fractions")
+    forms = [decimal, decimal + "0" if "." in decimal else decimal + ".0", f"+{decimal}".replace("+-", "-")]
+    if value.denominator == 1:
+        n = value.numerator
+        forms += [f"{n:,}", f"{n}."]
+    return st.sampled_from(sorted(set(forms)))
+
+
+def text_renderings(text: str) -> SearchStrategy[str]:
+    """Renderings a case- and space-folding text verifier must accept."""
+    return st.sampled_from(sorted({text, text.upper(), text.lower(), f"  {text} ", " ".join(text.split())}))
+
+
+def different_texts(text: str) -> SearchStrategy[str]:
+    """Answers that differ from ``text`` after case and space folding (edits, near misses)."""
+    fold = " ".join(text.split()).casefold()
+    edits = [text + "s", "not " + text, text[::-1], text[:-1] or "x", text + " " + text]
+    return st.one_of(st.sampled_from(edits), st.text(min_size=1, max_size=20)).filter(
+        lambda t: " ".join(t.split()).casefold() != fold and t.strip() != ""
+    )
+
+
+def kind_defaults(kind: str, gold: str) -> dict[str, SearchStrategy[str] | None]:
+    """The ``equivalent`` and ``different`` strategies of an answer kind for a gold answer.
+
+    ``number``: plain numeric renderings (a plain-number verifier need not read ``\\frac``);
+    ``math``: :func:`number_renderings` when ``gold`` is a rational number, else the gold as is;
+    ``text``: case/space variants; ``code``: the gold program in each template (no ``different``:
+    a wrong program is task-specific).
+    """
+    if kind not in TEMPLATES:
+        raise InvalidArgument(f"unknown answer kind {kind!r}; kinds are {list(ANSWER_KINDS)}")
+    templates = TEMPLATES[kind]
+    if kind == "code":
+        return {"equivalent": completions(st.just(gold), templates), "different": None}
+    if kind == "text":
+        return {
+            "equivalent": completions(text_renderings(gold), templates),
+            "different": completions(different_texts(gold), templates),
+        }
+    try:
+        value = Fraction(gold.replace(",", ""))
+    except (ValueError, ZeroDivisionError):
+        if kind == "number":
+            raise InvalidArgument(f"gold {gold!r} is not a number (answer kind 'number')") from None
+        return {"equivalent": completions(st.just(gold), templates), "different": None}
+    if kind == "number":
+        near = st.sampled_from([value + 1, value - 1, value * 10, -value - 1]).filter(lambda v: v != value)
+        different = near.filter(lambda v: _decimal(v) is not None).flatmap(plain_number_renderings)
+        return {
+            "equivalent": completions(plain_number_renderings(value), templates),
+            "different": completions(different, templates),
+        }
+    return {
+        "equivalent": completions(number_renderings(value), templates),
+        "different": completions(different_numbers(value), templates),
+    }
+
+
 def different_numbers(value: int | Fraction) -> SearchStrategy[str]:
     """Answer strings for rational numbers other than ``value`` (near misses included)."""
     value = Fraction(value)
@@ -274,6 +372,8 @@ def check_verifier(
     hostile: SearchStrategy[str] | None = None,
     time_budget: float = 5.0,
     max_examples: int = 40,
+    kind: str | None = None,
+    answer_key: str = "answer",
 ) -> None:
     """Fuzz ``verifier`` on ``task``; raise :class:`VerifierCheckError` at the first broken property.
 
@@ -283,7 +383,15 @@ def check_verifier(
     * completions from ``equivalent`` pass (equivalent renderings agree);
     * completions from ``different`` do not pass (distinct values disagree);
     * ``hostile`` inputs (default :func:`hostile_strings`) obey the first three rules.
+
+    ``kind`` (one of :data:`ANSWER_KINDS`) fills ``equivalent``/``different`` left as ``None``
+    with that kind's defaults for ``task[answer_key]`` (:func:`kind_defaults`), e.g.
+    ``check_verifier(NumberMatch(), {"answer": "3000"}, kind="number")``.
     """
+    if kind is not None:
+        defaults = kind_defaults(kind, str(task[answer_key]))
+        equivalent = defaults["equivalent"] if equivalent is None else equivalent
+        different = defaults["different"] if different is None else different
     if not callable(verifier):
         raise InvalidType(f"verifier must be callable, got {verifier!r}")
     if isinstance(time_budget, bool) or not isinstance(time_budget, int | float) or time_budget <= 0:
@@ -312,12 +420,18 @@ def check_verifier(
 
 
 __all__ = [
+    "ANSWER_KINDS",
     "COMPLETION_TEMPLATES",
+    "TEMPLATES",
     "HOSTILE_ANSWERS",
     "VerifierCheckError",
     "check_verifier",
     "completions",
     "different_numbers",
+    "different_texts",
+    "kind_defaults",
+    "plain_number_renderings",
+    "text_renderings",
     "hostile_strings",
     "number_renderings",
     "pi_renderings",

@@ -1,0 +1,208 @@
+"""``audit(env)``: run the reward-hack catalogue (``verifiers.audit``) against an env's own scoring.
+
+A sample of tasks is drawn deterministically from ``seed``; for each, the catalogue's exploits are
+built from the task's question, the env's system prompt and reference completion, and scored
+through ``env.verify`` (or ``env.verify_batch`` where the env batches, as code envs do). The
+result says, per family, how often an exploit passed and what it earned.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.error import Error, InvalidArgument, InvalidType
+from rlvr_gym.verifiers import Task, Verdict
+from rlvr_gym.verifiers.audit import (
+    MAX_REWARD,
+    Exploit,
+    FamilyResult,
+    Subject,
+    exploits_for,
+    failures,
+    summarize,
+)
+
+AUDIT_FILE = "audit.json"
+FAST_TASKS = 3
+"""Tasks the fast audit (the one ``train`` runs first) samples: a few seconds even for code envs."""
+
+
+class AuditFailed(Error, RuntimeError):
+    """An env's verifiers let an exploit through (or rejected the gold): the message names it."""
+
+    def __init__(self, report: AuditReport) -> None:
+        self.report = report
+        super().__init__(
+            f"reward-hack audit of {report.env} failed: "
+            + "; ".join(report.failures())
+            + " (fix the verifier, or pass --no-audit / audit=False to train anyway)"
+        )
+
+
+@dataclass
+class AuditReport:
+    """Per-family results of one audit, and how it was drawn."""
+
+    env: str
+    split: str
+    task_indices: list[int]
+    seed: int
+    fast: bool
+    threshold: float
+    seconds: float
+    families: dict[str, FamilyResult] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.families.values())
+
+    def failures(self) -> list[str]:
+        return failures(self.families)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "env": self.env,
+            "ok": self.ok,
+            "split": self.split,
+            "task_indices": self.task_indices,
+            "seed": self.seed,
+            "fast": self.fast,
+            "threshold": self.threshold,
+            "seconds": round(self.seconds, 3),
+            "failures": self.failures(),
+            "families": {name: r.to_dict() for name, r in self.families.items()},
+        }
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        return path
+
+    def render(self) -> str:
+        """A table: one line per family, then the failures with an example each."""
+        head = f"{'family':<26} {'kind':<11} {'n':>4} {'pass rate':>9} {'mean':>6} {'max':>6}  verdict"
+        lines = [f"audit of {self.env} ({self.split}, tasks {self.task_indices}, {self.seconds:.1f} s)", head]
+        for r in self.families.values():
+            kind = "must pass" if r.must_pass else "exploit"
+            verdict = "ok" if r.ok else "FAIL"
+            lines.append(
+                f"{r.family:<26} {kind:<11} {r.count:>4} {r.pass_rate:>9.2f} {r.mean_reward:>6.3f} "
+                f"{r.max_reward:>6.3f}  {verdict}"
+            )
+        for r in self.families.values():
+            if not r.ok:
+                lines.append(
+                    f"  {r.family}: e.g. {r.example.get('name')}: {r.example.get('completion')!r:.200}"
+                )
+        lines.append("PASS: no exploit got through" if self.ok else "FAIL: " + "; ".join(self.failures()))
+        return "\n".join(lines)
+
+
+def _sample(count: int, n_tasks: int, seed: int) -> list[int]:
+    indices = list(range(count))
+    random.Random(f"rlvr-gym/audit/{seed}").shuffle(indices)
+    return sorted(indices[: min(n_tasks, count)])
+
+
+def _subjects(env: SingleTurnEnv, tasks: Sequence[Task], indices: list[int]) -> list[Subject]:
+    code_env = sys.modules.get("rlvr_gym.envs.code_env")  # loaded whenever env is a code env
+    is_code = code_env is not None and isinstance(env, code_env.CodeEnv)
+    references = [env.reference_completion(tasks[i]) for i in indices]
+    subjects = []
+    for position, index in enumerate(indices):
+        task = tasks[index]
+        other = references[(position + 1) % len(indices)] if len(indices) > 1 else None
+        if other is None:  # one task sampled: borrow a neighbour for the echo family
+            other = env.reference_completion(tasks[(index + 1) % len(tasks)]) if len(tasks) > 1 else None
+        subjects.append(
+            Subject(
+                task=task,
+                question=env.question(task),
+                reference=references[position],
+                system_prompt=env.system_prompt,
+                other_reference=other,
+                code=is_code or "```" in references[position],
+            )
+        )
+    return subjects
+
+
+def _score(env: SingleTurnEnv, completions: list[str], tasks: list[Task]) -> list[tuple[Verdict, float]]:
+    """Verdicts with seconds each; envs with their own batch path (code) are scored in one batch."""
+    if type(env).verify_batch is not SingleTurnEnv.verify_batch:
+        started = time.perf_counter()
+        verdicts = env.verify_batch(completions, tasks)
+        each = (time.perf_counter() - started) / max(1, len(completions))
+        return [(v, each) for v in verdicts]
+    out = []
+    for completion, task in zip(completions, tasks, strict=True):
+        started = time.perf_counter()
+        verdict = env.verify(completion, task)
+        out.append((verdict, time.perf_counter() - started))
+    return out
+
+
+def audit(
+    env: SingleTurnEnv,
+    n_tasks: int = 8,
+    seed: int = 0,
+    *,
+    split: str | None = None,
+    families: Iterable[str] | None = None,
+    fast: bool = False,
+    threshold: float = MAX_REWARD,
+) -> AuditReport:
+    """Run the exploit catalogue on ``n_tasks`` tasks of ``env`` drawn with ``seed``.
+
+    ``fast`` leaves out the slow exploits (sleeping past the limit, 1 MB completions), for the
+    check ``train`` runs before spending a GPU hour. An exploit fails the audit when it passes
+    or earns more than ``threshold``; a metamorphic case (gold, equivalent rendering) fails it
+    when it does not pass; any verifier error fails it. Raises nothing on a failed audit: read
+    ``report.ok`` (``train`` raises :class:`AuditFailed`).
+    """
+    if not isinstance(env, SingleTurnEnv):
+        raise InvalidType(f"audit needs a SingleTurnEnv (rlvr_gym.make(...)), got {type(env).__name__}")
+    if isinstance(n_tasks, bool) or not isinstance(n_tasks, int) or n_tasks < 1:
+        raise InvalidArgument(f"n_tasks must be an integer >= 1, got {n_tasks!r}")
+    if not 0.0 <= threshold < 1.0:
+        raise InvalidArgument(f"threshold must be in [0, 1), got {threshold!r}")
+    split = split or ("test" if "test" in env.splits else env.splits[0])
+    started = time.perf_counter()
+    tasks = env.tasks(split)
+    indices = _sample(len(tasks), n_tasks, seed)
+    rows: list[tuple[int, Exploit, Task]] = []
+    for index, subject in zip(indices, _subjects(env, tasks, indices), strict=True):
+        exploits = exploits_for(subject, families, fast=fast)
+        if index != indices[0]:  # the time-limit exploit costs a full limit: one task is proof enough
+            exploits = [e for e in exploits if e.name != "sleep_past_limit"]
+        rows += [(index, e, subject.task) for e in exploits]
+    scored = _score(env, [e.completion for _, e, _ in rows], [t for _, _, t in rows])
+    results = summarize(
+        [(i, e, v, s) for (i, e, _), (v, s) in zip(rows, scored, strict=True)], threshold=threshold
+    )
+    return AuditReport(
+        env=str(getattr(getattr(env, "spec", None), "id", None) or type(env).__name__),
+        split=split,
+        task_indices=indices,
+        seed=seed,
+        fast=fast,
+        threshold=threshold,
+        seconds=time.perf_counter() - started,
+        families=results,
+    )
+
+
+def fast_audit(env: SingleTurnEnv, seed: int = 0) -> AuditReport:
+    """The cheap audit ``train`` runs first: :data:`FAST_TASKS` tasks, slow exploits left out."""
+    return audit(env, n_tasks=FAST_TASKS, seed=seed, fast=True)
+
+
+__all__ = ["AUDIT_FILE", "FAST_TASKS", "AuditFailed", "AuditReport", "audit", "fast_audit"]

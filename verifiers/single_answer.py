@@ -1,0 +1,101 @@
+"""``SingleAnswer``: a hedged completion passes only if every answer it commits to is right.
+
+Answer extractors pick one answer — the last ``<answer>`` block, the last ``\\boxed{}``, the
+tag before the box — so ``\\boxed{3} \\boxed{4}`` or ``#### 3 <answer>4</answer>`` passes for a
+gold of 4: a policy learns to write several answers and let the extractor choose (the audit's
+``hedging`` family finds this). Wrapping the correctness verifier closes it without changing
+the extractor: each distinct committed answer is checked on its own, and all must pass.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rlvr_gym.error import InvalidType
+from rlvr_gym.verifiers.protocol import Task, Verifier
+from rlvr_gym.verifiers.verdict import Reason, Verdict
+
+MAX_MARKERS = 16
+"""More answer markers than this is not an answer but a spray: refused before any parsing."""
+
+_HASHES = re.compile(r"####[ \t]*([^\n]*)")
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+
+
+def _braced(text: str, start: int) -> str | None:
+    """The contents of the brace group opened just before ``start``, or ``None`` if unbalanced."""
+    depth = 1
+    for position in range(start, len(text)):
+        char = text[position]
+        if char in "{}" and text[position - 1] != "\\":
+            depth += 1 if char == "{" else -1
+            if depth == 0:
+                return text[start:position]
+    return None
+
+
+def committed_answers(text: str) -> list[str] | None:
+    """Every answer ``text`` commits to, in order, distinct; ``None`` when there are too many.
+
+    Found in linear time: ``<answer>`` blocks by splitting on the closing tag, ``\\boxed{}``
+    contents (only after the marker count is known to be small), ``#### x`` lines.
+    """
+    lowered = text.lower()
+    markers = (
+        lowered.count("</answer>") + lowered.count("\\boxed") + lowered.count("\\fbox") + text.count("####")
+    )
+    if markers > MAX_MARKERS:
+        return None
+    found: list[str] = []
+    segments = re.split(r"</answer>", text, flags=re.IGNORECASE)
+    for segment in segments[:-1]:
+        start = segment.lower().rfind("<answer>")
+        if start >= 0:
+            found.append(segment[start + len("<answer>") :])
+    for match in _BOXED.finditer(text):
+        inner = _braced(text, match.end())
+        if inner is not None:
+            found.append(inner)
+    found += _HASHES.findall(text)
+    distinct: dict[str, None] = {}
+    for answer in found:
+        answer = answer.strip()
+        if answer:
+            distinct.setdefault(answer, None)
+    return list(distinct)
+
+
+class SingleAnswer:
+    """Wraps a correctness verifier: several committed answers pass only if each one passes."""
+
+    def __init__(self, inner: Verifier) -> None:
+        if not callable(inner):
+            raise InvalidType(f"SingleAnswer wraps a verifier, got {inner!r}")
+        self.inner = inner
+
+    def __call__(self, completion: str, task: Task) -> Verdict:
+        answers = committed_answers(completion)
+        if answers is None:
+            return Verdict.fail(Reason.BAD_FORMAT, why=f"more than {MAX_MARKERS} answer markers")
+        verdict = self.inner(completion, task)
+        if not verdict.passed or len(answers) <= 1:
+            return verdict
+        for answer in answers:
+            own = self.inner(f"<answer>{answer}</answer>", task)
+            if not own.passed:
+                return Verdict.fail(
+                    Reason.WRONG_ANSWER,
+                    answer,
+                    why="several answers given and not all are correct",
+                    answers=answers[:MAX_MARKERS],
+                )
+        return verdict
+
+    def __getattr__(self, name: str) -> object:
+        """The inner verifier's other attributes (``warm_up``, ``timeout``...) stay reachable."""
+        if name == "inner":  # not set yet (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return f"SingleAnswer({self.inner!r})"
