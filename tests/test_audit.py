@@ -121,6 +121,21 @@ def test_single_answer_needs_every_committed_answer_right():
     assert isinstance(verifier("\ud800\x00", task), Verdict)
 
 
+def test_single_answer_accepts_a_multi_part_gold_written_one_box_a_part():
+    """An inner verifier that reads every number of the completion as the answer set (as a
+    multi-answer math verifier does): one box per part passes, a hedge still does not."""
+    import re
+
+    def answer_set(completion, task):
+        passed = sorted(re.findall(r"\d+", completion)) == sorted(task["answer"].split(", "))
+        return Verdict.correct() if passed else Verdict.fail("wrong_answer")
+
+    verifier = SingleAnswer(answer_set)
+    assert verifier("\\boxed{1}\\boxed{2}", {"answer": "1, 2"}).passed is True
+    assert verifier("\\boxed{1}\\boxed{3}", {"answer": "1, 2"}).passed is False
+    assert verifier("\\boxed{3} <answer>4</answer>", {"answer": "4"}).passed is False
+
+
 def test_report_page_shows_the_audit_escaped(tmp_path):
     from rlvr_gym.trainers.report import _audit_section
 

@@ -4,7 +4,8 @@ Answer extractors pick one answer — the last ``<answer>`` block, the last ``\\
 tag before the box — so ``\\boxed{3} \\boxed{4}`` or ``#### 3 <answer>4</answer>`` passes for a
 gold of 4: a policy learns to write several answers and let the extractor choose (the audit's
 ``hedging`` family finds this). Wrapping the correctness verifier closes it without changing
-the extractor: each distinct committed answer is checked on its own, and all must pass.
+the extractor: each distinct committed answer is checked on its own, and all must pass — or,
+taken together as one list, they must be the gold (a multi-part answer written one box a part).
 """
 
 from __future__ import annotations
@@ -80,16 +81,19 @@ class SingleAnswer:
         verdict = self.inner(completion, task)
         if not verdict.passed or len(answers) <= 1:
             return verdict
-        for answer in answers:
-            own = self.inner(f"<answer>{answer}</answer>", task)
-            if not own.passed:
-                return Verdict.fail(
-                    Reason.WRONG_ANSWER,
-                    answer,
-                    why="several answers given and not all are correct",
-                    answers=answers[:MAX_MARKERS],
-                )
-        return verdict
+        wrong = next((a for a in answers if not self.inner(f"<answer>{a}</answer>", task).passed), None)
+        if wrong is None:
+            return verdict
+        # Several boxes can be one answer (``\\boxed{1}\\boxed{2}`` for a gold of ``1, 2``): that
+        # passes only if the answers *together* are the gold, which a hedge (3 or 4 for 4) is not.
+        if self.inner(f"<answer>{', '.join(answers)}</answer>", task).passed:
+            return verdict
+        return Verdict.fail(
+            Reason.WRONG_ANSWER,
+            wrong,
+            why="several answers given and not all are correct",
+            answers=answers[:MAX_MARKERS],
+        )
 
     def __getattr__(self, name: str) -> object:
         """The inner verifier's other attributes (``warm_up``, ``timeout``...) stay reachable."""
