@@ -236,10 +236,6 @@ def train(
     rewards = EnvRewards(env, num_generations=config.num_generations, timeout_s=config.verify_timeout_s)
     dataset = build_dataset(env, env.splits[0], tokenizer, config.max_prompt_length)
     writer = MetricsWriter(output_dir)
-    if checkpoint is not None:
-        truncate_metrics(output_dir, int(checkpoint.name.rsplit("-", 1)[-1]))
-    else:
-        writer.path.unlink(missing_ok=True)
     trainer = trainer_class(
         model=str(model),
         reward_funcs=rewards.functions(),
@@ -249,13 +245,21 @@ def train(
         peft_config=peft_config(config),
         callbacks=[metrics_callback(writer)],
     )
+    # The run's shared files belong to one process: in a multi-process run every rank executes
+    # this function on the same folder, and only rank 0 logs metrics.
+    main = trainer.is_world_process_zero()
+    if main and checkpoint is not None:
+        truncate_metrics(output_dir, int(checkpoint.name.rsplit("-", 1)[-1]))
+    elif main:
+        writer.path.unlink(missing_ok=True)
     try:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     finally:
         rewards.close()
     model_dir = output_dir / "final"
-    trainer.save_model(str(model_dir))
-    tokenizer.save_pretrained(str(model_dir))
-    return RunResult(
-        output_dir, model_dir, trainer.state.global_step, read_metrics(output_dir), plot_rewards(output_dir)
-    )
+    trainer.save_model(str(model_dir))  # every rank: FSDP/ZeRO gather the weights collectively
+    plot = None
+    if main:
+        tokenizer.save_pretrained(str(model_dir))
+        plot = plot_rewards(output_dir)
+    return RunResult(output_dir, model_dir, trainer.state.global_step, read_metrics(output_dir), plot)
