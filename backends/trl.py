@@ -8,13 +8,21 @@ rubric's weights as TRL's ``reward_weights``. Nothing here knows which env it tr
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 from pathlib import Path
 from typing import Any
 
 from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.backends.engine.rewards import EnvRewards
-from rlvr_gym.backends.metrics import MetricsWriter, plot_rewards, read_metrics, truncate_metrics
+from rlvr_gym.backends.metrics import (
+    OPTIMIZER_FILE,
+    MetricsWriter,
+    optimizer_state_summary,
+    plot_rewards,
+    read_metrics,
+    truncate_metrics,
+)
 from rlvr_gym.backends.protocol import RunResult
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument, MissingPath, NotAvailable
@@ -161,6 +169,12 @@ def metrics_callback(writer: MetricsWriter):
         def on_log(self, args, state, control, logs=None, **kwargs):
             if state.is_world_process_zero and logs and ("reward" in logs or "loss" in logs):
                 writer.write(state.global_step, dict(logs))
+
+        def on_train_end(self, args, state, control, optimizer=None, **kwargs):
+            # Evidence of where the optimizer state lived (CPU under ZeRO offload, else the GPU).
+            if state.is_world_process_zero and optimizer is not None:
+                summary = optimizer_state_summary(optimizer)
+                (writer.path.parent / OPTIMIZER_FILE).write_text(json.dumps(summary, indent=2) + "\n")
 
     return _Metrics()
 

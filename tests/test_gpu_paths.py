@@ -149,6 +149,10 @@ def test_train_records_the_env_object_it_trains_not_the_default_id(tmp_path, tin
         envs.deregister("arith-copy-17")
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["env_id"] == "arith-copy-17" and saved["env_kwargs"]["max_operand"] == 9
+    # The run also says where its optimizer state lived (the acceptance bench reads this).
+    optimizer = json.loads((tmp_path / "run" / "optimizer_state.json").read_text())
+    assert optimizer["state_devices"] == ["cpu"] and optimizer["state_bytes"] > 0, optimizer
+    assert optimizer["state_holder"] == "AdamW", optimizer
 
 
 def free_port() -> int:
