@@ -27,6 +27,8 @@ BACKENDS = {
     "trl": "rlvr_gym.backends.trl",
     "deepspeed-zero2": "rlvr_gym.backends.deepspeed_zero2",
     "fsdp-vllm": "rlvr_gym.backends.fsdp_vllm",
+    # The same module: FSDP2 with generation="vllm" (default) or "transformers" (no vLLM needed).
+    "fsdp": "rlvr_gym.backends.fsdp_vllm",
 }
 
 

@@ -91,7 +91,8 @@ def zero2_config(*, offload: bool = True, pin_memory: bool | None = None) -> dic
 def training_overrides(
     config: RunConfig, *, micro_batch_size: int | None = None, offload: bool = True
 ) -> dict[str, Any]:
-    """The TRL/transformers arguments this backend adds to the ``trl`` backend's."""
+    """The TRL/transformers arguments this backend adds to the ``trl`` backend's (the run's own
+    choices, such as ``gradient_checkpointing``, are the ``trl`` backend's to translate)."""
     micro = micro_batch_size or config.completions_per_step
     if micro < 1:
         raise InvalidArgument(f"micro_batch_size must be >= 1, got {micro}")
@@ -99,7 +100,6 @@ def training_overrides(
         "deepspeed": zero2_config(offload=offload),
         "per_device_train_batch_size": micro,
         "max_grad_norm": MAX_GRAD_NORM,
-        "gradient_checkpointing": trl_backend._cuda(),
         "save_only_model": False,
     }
 
@@ -162,19 +162,15 @@ def _plot(output_dir: Path) -> Path | None:
 def _train_here(
     env: SingleTurnEnv, config: RunConfig, *, model: str | Path, resume: bool, overrides: dict[str, Any]
 ) -> RunResult:
-    base = None
-    if config.liger_loss:
-        from rlvr_gym.backends.engine.liger import liger_trainer_class
-
-        base = liger_trainer_class()
     try:
         with _single_rank_environment():
             return trl_backend.train(
+                # trl's train layers Liger and the memory path on top: see trainer_class().
                 env,
-                config.replace(liger_loss=False),
+                config,
                 model=model,
                 resume=resume,
-                trainer_class=evidence_trainer(base),
+                trainer_class=evidence_trainer(),
                 **overrides,
             )
     finally:
@@ -211,6 +207,12 @@ def _single_rank_environment() -> Iterator[None]:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def trainer_class(config: RunConfig) -> type:
+    """The class a ZeRO-2 run trains with: the evidence recorder under the shared layering of
+    :func:`rlvr_gym.backends.trl.trainer_class_for` (Liger's loss, the memory path)."""
+    return trl_backend.trainer_class_for(config, evidence_trainer())
 
 
 def evidence_trainer(base: Any = None) -> Any:

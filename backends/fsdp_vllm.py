@@ -1,12 +1,16 @@
-"""The ``fsdp-vllm`` backend: FSDP2 training through accelerate, generation by vLLM through TRL.
+"""The ``fsdp-vllm`` backend (also ``fsdp``): FSDP2 training through accelerate, generation by
+vLLM through TRL, or by transformers' ``generate`` when asked with ``generation="transformers"``.
 
 Why: with several GPUs, generation dominates a GRPO step; vLLM generates many times faster than
 ``model.generate`` and FSDP2 shards weights, gradients and optimizer states across the training
 GPUs. ``server`` mode starts ``trl vllm-serve`` on the GPUs given to it, waits for its health,
 trains on the others, and tears the server down on exit or error; ``colocate`` mode runs vLLM
-inside every training rank. It needs CUDA and vllm: where either is missing, ``available()``
-names what is missing and ``train`` refuses — accelerate would otherwise drop the FSDP plugin on
-CPU without a word and train with DDP, which is not what was asked for.
+inside every training rank. ``generation="transformers"`` trains with FSDP2 on every visible GPU
+and generates inside each rank with the sharded model — slower, but it needs no vLLM, so FSDP2
+works on any multi-GPU box and on one GPU. It is an explicit choice: a missing vllm never
+switches generation silently. CUDA is always needed: where it (or vllm, for vLLM generation) is
+missing, ``available()`` names what is missing and ``train`` refuses — accelerate would otherwise
+drop the FSDP plugin on CPU without a word and train with DDP, which is not what was asked for.
 """
 
 from __future__ import annotations
@@ -27,22 +31,32 @@ from rlvr_gym.error import InvalidArgument, NotAvailable
 
 NAME = "fsdp-vllm"
 Mode = Literal["server", "colocate"]
+Generation = Literal["vllm", "transformers"]
+GENERATIONS = ("vllm", "transformers")
 
 
-def missing(mode: Mode = "server") -> list[str]:
-    """Everything this machine lacks for ``mode``, each item naming the fix."""
+def _check_generation(generation: str) -> None:
+    if generation not in GENERATIONS:
+        raise InvalidArgument(f"generation must be one of {GENERATIONS}, got {generation!r}")
+
+
+def missing(mode: Mode = "server", generation: Generation = "vllm") -> list[str]:
+    """Everything this machine lacks for ``mode`` and ``generation``, each item naming the fix."""
+    _check_generation(generation)
     problems = [
         f"package {name} (pip install 'rlvr-gym[trl]')"
         for name in trl_backend.REQUIRED
         if importlib.util.find_spec(name) is None
     ]
-    if importlib.util.find_spec("vllm") is None:
+    if generation == "transformers":
+        mode = "colocate"  # no server: every GPU trains and generates
+    elif importlib.util.find_spec("vllm") is None:
         problems.append("package vllm (pip install 'rlvr-gym[vllm]', a CUDA machine)")
     if importlib.util.find_spec("torch") is not None:
         import torch
 
         if not torch.cuda.is_available():
-            problems.append("CUDA (no GPU visible to torch; FSDP2 + vLLM train on GPUs only)")
+            problems.append("CUDA (no GPU visible to torch; FSDP2 trains on GPUs only)")
         elif mode == "server" and torch.cuda.device_count() < 2:
             problems.append(
                 f"a second GPU (server mode gives vLLM its own GPU; {torch.cuda.device_count()} visible, "
@@ -51,11 +65,13 @@ def missing(mode: Mode = "server") -> list[str]:
     return problems
 
 
-def available(mode: Mode = "server", **_options: Any) -> tuple[bool, str]:
-    """Whether FSDP2 + vLLM can run here; if not, exactly what is missing."""
-    problems = missing(mode)
+def available(mode: Mode = "server", generation: Generation = "vllm", **_options: Any) -> tuple[bool, str]:
+    """Whether FSDP2 (+ vLLM unless ``generation="transformers"``) can run here; if not, what is missing."""
+    problems = missing(mode, generation)
     if problems:
         return False, "fsdp-vllm needs " + "; ".join(problems)
+    if generation == "transformers":
+        return True, "FSDP2 training + transformers generation on CUDA"
     return True, f"FSDP2 training + vLLM {mode} generation on CUDA"
 
 
@@ -85,11 +101,18 @@ def fsdp_overrides(
     port: int = 8000,
     gpu_memory_utilization: float = 0.3,
     activation_checkpointing: bool = True,
+    generation: Generation = "vllm",
 ) -> dict[str, Any]:
     """The TRL/transformers arguments for FSDP2 (the fields of TRL's ``accelerate_configs/fsdp2.yaml``)
-    and vLLM generation in ``mode``."""
+    and generation by vLLM in ``mode`` or by transformers.
+
+    Activation checkpointing under FSDP is FSDP's own (``fsdp_config``); transformers refuses a
+    run that also sets ``gradient_checkpointing``, so that is switched off here whatever the
+    run config said — the run's ``gradient_checkpointing`` arrives as ``activation_checkpointing``.
+    """
     if mode not in ("server", "colocate"):
         raise InvalidArgument(f"mode must be 'server' or 'colocate', got {mode!r}")
+    _check_generation(generation)
     overrides: dict[str, Any] = {
         "fsdp": "full_shard auto_wrap",
         "fsdp_config": {
@@ -100,9 +123,12 @@ def fsdp_overrides(
             "cpu_ram_efficient_loading": True,
             "activation_checkpointing": activation_checkpointing,
         },
-        "use_vllm": True,
-        "vllm_mode": mode,
+        "gradient_checkpointing": False,
+        "use_vllm": generation == "vllm",
     }
+    if generation == "transformers":
+        return overrides
+    overrides["vllm_mode"] = mode
     if mode == "server":
         overrides.update(vllm_server_host=host, vllm_server_port=port)
     else:
@@ -134,20 +160,31 @@ def train(
     model: str | Path,
     resume: bool = False,
     mode: Mode = "server",
+    generation: Generation = "vllm",
     vllm_gpus: int = 1,
     port: int = 8000,
     launch: LaunchSpec | None = None,
     server_startup_timeout_s: float = 900.0,
     **trl_overrides: Any,
 ) -> RunResult:
-    """Train ``env`` with FSDP2 on this machine's GPUs and vLLM generation; refuses where it cannot run."""
-    ok, why = available(mode)
+    """Train ``env`` with FSDP2 on this machine's GPUs, generating with ``generation``; refuses where
+    it cannot run. ``generation="transformers"`` trains on every visible GPU (``mode`` is unused)."""
+    ok, why = available(mode, generation)
     if not ok:
         raise NotAvailable(f"fsdp-vllm cannot run here: {why}")
     import torch
 
     total = torch.cuda.device_count()
-    overrides = {**fsdp_overrides(model, mode=mode, port=port), **trl_overrides}
+    overrides = {
+        **fsdp_overrides(
+            model,
+            mode=mode,
+            port=port,
+            generation=generation,
+            activation_checkpointing=config.gradient_checkpointing,
+        ),
+        **trl_overrides,
+    }
     if is_worker():
         return _train_here(env, config, model=model, resume=resume, overrides=overrides)
     output_dir = Path(config.output_dir)
@@ -155,7 +192,7 @@ def train(
         output_dir / "launch", env=env, config=config, model=model, resume=resume, overrides=overrides
     )
     try:
-        if mode == "colocate":
+        if mode == "colocate" or generation == "transformers":
             spec = launch or LaunchSpec(num_processes=total)
             run(spec.command(__name__, ["--job", str(job)]))
         else:

@@ -115,6 +115,36 @@ class MetricsWriter:
             )
 
 
+OPTIMIZER_FILE = "optimizer_state.json"
+
+
+def optimizer_state_summary(optimizer: Any) -> dict[str, Any]:
+    """Where an optimizer's states live and their bytes, through any wrappers (accelerate's
+    ``AcceleratedOptimizer``, DeepSpeed's ZeRO optimizer around ``DeepSpeedCPUAdam``): the
+    innermost ``.optimizer`` that holds tensor state is the one reported."""
+    chain, current = [], optimizer
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = getattr(current, "optimizer", None)
+    summary: dict[str, Any] = {"optimizer": " > ".join(type(o).__name__ for o in chain)}
+    for level in reversed(chain):
+        state = getattr(level, "state", None)
+        tensors = [
+            t
+            for per_param in (state.values() if isinstance(state, dict) else [])
+            if isinstance(per_param, dict)
+            for t in per_param.values()
+            if hasattr(t, "device") and getattr(t, "dim", lambda: 0)() > 0
+        ]
+        if tensors:
+            summary["state_devices"] = sorted({str(t.device) for t in tensors})
+            summary["state_bytes"] = sum(t.numel() * t.element_size() for t in tensors)
+            summary["state_holder"] = type(level).__name__
+            return summary
+    summary.update(state_devices=[], state_bytes=0, state_holder=None)
+    return summary
+
+
 def reward_keys(rows: list[dict[str, Any]]) -> list[str]:
     """``reward/mean`` and every ``reward/<component>/mean`` logged in ``rows``, sorted."""
     return sorted({k for r in rows for k in r if k.startswith("reward/") and k.endswith("/mean")})

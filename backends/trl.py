@@ -8,13 +8,21 @@ rubric's weights as TRL's ``reward_weights``. Nothing here knows which env it tr
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 from pathlib import Path
 from typing import Any
 
 from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.backends.engine.rewards import EnvRewards
-from rlvr_gym.backends.metrics import MetricsWriter, plot_rewards, read_metrics, truncate_metrics
+from rlvr_gym.backends.metrics import (
+    OPTIMIZER_FILE,
+    MetricsWriter,
+    optimizer_state_summary,
+    plot_rewards,
+    read_metrics,
+    truncate_metrics,
+)
 from rlvr_gym.backends.protocol import RunResult
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument, MissingPath, NotAvailable
@@ -162,6 +170,12 @@ def metrics_callback(writer: MetricsWriter):
             if state.is_world_process_zero and logs and ("reward" in logs or "loss" in logs):
                 writer.write(state.global_step, dict(logs))
 
+        def on_train_end(self, args, state, control, optimizer=None, **kwargs):
+            # Evidence of where the optimizer state lived (CPU under ZeRO offload, else the GPU).
+            if state.is_world_process_zero and optimizer is not None:
+                summary = optimizer_state_summary(optimizer)
+                (writer.path.parent / OPTIMIZER_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+
     return _Metrics()
 
 
@@ -236,10 +250,6 @@ def train(
     rewards = EnvRewards(env, num_generations=config.num_generations, timeout_s=config.verify_timeout_s)
     dataset = build_dataset(env, env.splits[0], tokenizer, config.max_prompt_length)
     writer = MetricsWriter(output_dir)
-    if checkpoint is not None:
-        truncate_metrics(output_dir, int(checkpoint.name.rsplit("-", 1)[-1]))
-    else:
-        writer.path.unlink(missing_ok=True)
     trainer = trainer_class(
         model=str(model),
         reward_funcs=rewards.functions(),
@@ -249,13 +259,21 @@ def train(
         peft_config=peft_config(config),
         callbacks=[metrics_callback(writer)],
     )
+    # The run's shared files belong to one process: in a multi-process run every rank executes
+    # this function on the same folder, and only rank 0 logs metrics.
+    main = trainer.is_world_process_zero()
+    if main and checkpoint is not None:
+        truncate_metrics(output_dir, int(checkpoint.name.rsplit("-", 1)[-1]))
+    elif main:
+        writer.path.unlink(missing_ok=True)
     try:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     finally:
         rewards.close()
     model_dir = output_dir / "final"
-    trainer.save_model(str(model_dir))
-    tokenizer.save_pretrained(str(model_dir))
-    return RunResult(
-        output_dir, model_dir, trainer.state.global_step, read_metrics(output_dir), plot_rewards(output_dir)
-    )
+    trainer.save_model(str(model_dir))  # every rank: FSDP/ZeRO gather the weights collectively
+    plot = None
+    if main:
+        tokenizer.save_pretrained(str(model_dir))
+        plot = plot_rewards(output_dir)
+    return RunResult(output_dir, model_dir, trainer.state.global_step, read_metrics(output_dir), plot)

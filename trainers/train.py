@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,21 @@ def resolve_env(env: SingleTurnEnv | str, config: RunConfig) -> SingleTurnEnv:
     if isinstance(env, SingleTurnEnv):
         return env
     return envs.make(env, **config.env_kwargs)
+
+
+def recorded_config(env: SingleTurnEnv, config: RunConfig, *, given_object: bool) -> RunConfig:
+    """``config`` naming the env really trained, for the run's ``config.json``.
+
+    A registered env carries its spec (id and kwargs); an env built by hand has no id, and is
+    recorded by its class (``module:QualName``) rather than by ``config.env_id``'s default.
+    """
+    spec = getattr(env, "spec", None)
+    if spec is None:
+        cls = type(env)
+        return config.replace(env_id=f"{cls.__module__}:{cls.__qualname__}", env_kwargs={})
+    if not given_object:
+        return config.replace(env_id=spec.id)
+    return config.replace(env_id=spec.id, env_kwargs=json.loads(json.dumps(dict(spec.kwargs), default=repr)))
 
 
 def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Path | str:
@@ -81,6 +97,7 @@ def train(
     :class:`~rlvr_gym.envs.audit.AuditFailed` (naming the exploit) stops the run when an exploit
     passes, before any model is loaded.
     """
+    given_object = isinstance(env, SingleTurnEnv)
     env = resolve_env(env, config)
     if audit:
         Path(config.output_dir).mkdir(parents=True, exist_ok=True)
@@ -91,6 +108,7 @@ def train(
         )
         if not report.ok:
             raise AuditFailed(report)
+    config = recorded_config(env, config, given_object=given_object)
     name = backends.auto(config.model, config=config) if backend == "auto" else backend
     module = backends.get(name)
     ok, why = module.available(**(backend_options or {}))
