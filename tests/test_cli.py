@@ -13,7 +13,7 @@ from rlvr_gym.trainers.cli import main
 def test_envs_lists_ids_with_descriptions(capsys):
     assert main(["envs"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert any(line.startswith("arith ") and "arithmetic" in line for line in lines)
+    assert any(line.startswith("arith-v0 ") and "arithmetic" in line for line in lines)
     assert len(lines) == len(envs.registry)
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlvr_gym.verifiers.basic import ExactMatch, NumberMatch, extract_answer, parse_number
 from rlvr_gym.verifiers.format import IntegerAnswer, LengthBand, NumericProximity, TagFormat
+from rlvr_gym.verifiers.frozen import FrozenDict, freeze, thaw
 from rlvr_gym.verifiers.math import MathVerifier
 from rlvr_gym.verifiers.protocol import Completion, Task, Verifier, completion_text, run_verifier
 from rlvr_gym.verifiers.rubric import Rubric
@@ -35,6 +36,7 @@ __all__ = [
     "CodeVerifier",
     "Completion",
     "ExactMatch",
+    "FrozenDict",
     "IntegerAnswer",
     "LengthBand",
     "Limits",
@@ -51,6 +53,8 @@ __all__ = [
     "completion_text",
     "extract_answer",
     "extract_code",
+    "freeze",
     "parse_number",
     "run_verifier",
+    "thaw",
 ]
