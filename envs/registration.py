@@ -198,10 +198,12 @@ def _check_versioning(id: str) -> None:  # noqa: A002
     namespace, name, version = parse_env_id(id)
     for other in _registry:
         other_namespace, other_name, other_version = parse_env_id(other)
-        if (other_namespace, other_name) == (namespace, name) and (other_version is None) != (version is None):
+        if (other_namespace, other_name) == (namespace, name) and (other_version is None) != (
+            version is None
+        ):
             raise DuplicateEnvError(
-                f"cannot register {id!r} beside {other!r}: a name is registered with versions (-vN) "
-                "or without one, not both"
+                f"cannot register {id!r}: {other!r} is already registered, and a name is registered "
+                "with versions (-vN) or without one, not both"
             )
 
 
@@ -242,7 +244,9 @@ def spec(id: str) -> EnvSpec:  # noqa: A002
         found = _registry[latest]
     if found is None:
         # suggest what users type: the id without its version (it means the latest one)
-        names = {other.rpartition("-v")[0] if parse_env_id(other)[2] is not None else other for other in _registry}
+        names = {
+            other.rpartition("-v")[0] if parse_env_id(other)[2] is not None else other for other in _registry
+        }
         close = difflib.get_close_matches(id, sorted(names), n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
         raise UnknownEnvError(f"no env registered as {id!r}.{hint} See `rlvr-gym envs` for all ids.")
