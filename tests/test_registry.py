@@ -1,6 +1,6 @@
 import pytest
-from hypothesis import given, settings
 from gymnasium.envs.registration import parse_env_id
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlvr_gym import envs
