@@ -37,6 +37,35 @@ def parse_env_args(pairs: Sequence[str]) -> dict[str, Any]:
     return kwargs
 
 
+def import_env_modules(names: Sequence[str]) -> list[str]:
+    """Import each module in ``names`` for the envs it registers (``--import MODULE``), so a
+    local env module works without packaging it; returns the ids it added. The current folder is
+    searched first, as ``python -m`` would."""
+    import importlib
+
+    if names and "" not in sys.path:
+        sys.path.insert(0, "")
+    before = set(envs.registry)
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise CliError(f"--import {name}: {exc}") from None
+    return sorted(set(envs.registry) - before)
+
+
+def add_import_arg(parser: argparse.ArgumentParser) -> None:
+    """The repeatable ``--import MODULE`` (see :func:`import_env_modules`)."""
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first, for the envs it registers (repeatable)",
+    )
+
+
 def cmd_envs(args: argparse.Namespace) -> int:
     """List registered envs with their one-line descriptions."""
     width = max((len(env_id) for env_id in envs.registry), default=0)
@@ -266,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="check every registered env")
     p.add_argument("--n-tasks", type=int, default=8, help="tasks per split to check (default 8)")
     add_env_arg(p)
+    add_import_arg(p)
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("verify", help="score one completion and print the Verdict")
@@ -334,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--save-steps", type=int, default=25)
     p.add_argument("--seed", type=int, default=0)
+    add_import_arg(p)
     p.set_defaults(run=cmd_train)
 
     p = sub.add_parser("eval", help="sample completions on an env's tasks, score them, report pass@k")
@@ -355,6 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fresh", action="store_true", help="discard an earlier eval in --output-dir")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_import_arg(p)
     p.set_defaults(run=cmd_eval)
 
     p = sub.add_parser("report", help="PNG plots and an HTML page of a training run")
@@ -368,6 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        import_env_modules(getattr(args, "imports", []))
         return args.run(args)
     except Error as exc:  # everything rlvr-gym refuses on purpose; a real bug keeps its traceback
         print(f"rlvr-gym: error: {exc}", file=sys.stderr)

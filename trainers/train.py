@@ -75,6 +75,8 @@ def train(
     Returns the backend's ``RunResult`` (output folder, saved model, metrics rows, plot path).
     """
     env = resolve_env(env, config)
+    if env.spec is not None and env.spec.id != config.env_id:
+        config = config.replace(env_id=env.spec.id)  # config.json names the exact version trained
     name = backends.auto(config.model, config=config) if backend == "auto" else backend
     module = backends.get(name)
     ok, why = module.available(**(backend_options or {}))
