@@ -1,8 +1,9 @@
 """The ``trl`` backend: TRL's ``GRPOTrainer`` on any env, CPU or GPU, full or LoRA.
 
 The env becomes a ``datasets.Dataset`` of prompts (plus the columns that locate each task) and
-one reward function per rubric component (:class:`backends.rewards.EnvRewards`), with the
-rubric's weights as TRL's ``reward_weights``. Nothing here knows which env it trains.
+one reward function per rubric component, with the rubric's weights as TRL's ``reward_weights``
+— built by the public adapter :mod:`rlvr_gym.backends.trl_adapter`, the same one a user's own
+TRL script calls. Nothing here knows which env it trains.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from rlvr_gym.backends.metrics import (
     truncate_metrics,
 )
 from rlvr_gym.backends.protocol import RunResult
+from rlvr_gym.backends.trl_adapter import dataset as build_dataset
+from rlvr_gym.backends.trl_adapter import env_rewards
 from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.error import InvalidArgument, MissingPath, NotAvailable
+from rlvr_gym.error import MissingPath, NotAvailable
 
 logger = logging.getLogger("rlvr_gym.backends")
 
@@ -45,57 +48,6 @@ def _cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
-
-
-def build_dataset(
-    env: SingleTurnEnv, split: str, tokenizer: Any = None, max_prompt_length: int | None = None
-):
-    """Prompts of ``split`` as a ``datasets.Dataset`` with ``task_split``/``task_index`` columns.
-
-    Scalar task fields ride along for inspection; rewards look tasks up by index, so no task
-    value has to survive a round trip through Arrow. Prompts longer than ``max_prompt_length``
-    tokens are dropped with a warning rather than silently truncated.
-    """
-    from datasets import Dataset
-
-    rows = []
-    dropped = 0
-    for index, task in enumerate(env.tasks(split)):
-        prompt = env.prompt(task)
-        if (
-            tokenizer is not None
-            and max_prompt_length is not None
-            and _prompt_tokens(tokenizer, prompt) > max_prompt_length
-        ):
-            dropped += 1
-            continue
-        extras = {
-            f"task_{k}": v
-            for k, v in task.items()
-            if isinstance(v, str | int | float | bool) and f"task_{k}" not in ("task_split", "task_index")
-        }
-        rows.append({"prompt": prompt, "task_split": split, "task_index": index, **extras})
-    if dropped:
-        logger.warning(
-            "dropped %d of %d %s prompts longer than %d tokens",
-            dropped,
-            dropped + len(rows),
-            split,
-            max_prompt_length,
-        )
-    if not rows:
-        raise InvalidArgument(f"no {split} prompt fits max_prompt_length={max_prompt_length}")
-    return Dataset.from_list(rows)
-
-
-def _prompt_tokens(tokenizer: Any, prompt: Any) -> int:
-    if isinstance(prompt, str):
-        return len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
-    return len(
-        tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)[
-            "input_ids"
-        ]
-    )
 
 
 def trl_config(config: RunConfig, rewards: EnvRewards, **overrides: Any):
@@ -247,8 +199,10 @@ def train(
     tokenizer = AutoTokenizer.from_pretrained(str(model))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    rewards = EnvRewards(env, num_generations=config.num_generations, timeout_s=config.verify_timeout_s)
-    dataset = build_dataset(env, env.splits[0], tokenizer, config.max_prompt_length)
+    rewards = env_rewards(env, num_generations=config.num_generations, timeout_s=config.verify_timeout_s)
+    dataset = build_dataset(
+        env, env.splits[0], tokenizer=tokenizer, max_prompt_length=config.max_prompt_length
+    )
     writer = MetricsWriter(output_dir)
     trainer = trainer_class(
         model=str(model),

@@ -17,6 +17,8 @@ from rlvr_gym.envs.registration import (
     RegistryError,
     UnknownEnvError,
     deregister,
+    gymnasium_id,
+    latest_version,
     load_plugins,
     make,
     register,
@@ -24,12 +26,14 @@ from rlvr_gym.envs.registration import (
     spec,
 )
 from rlvr_gym.envs.spaces import AnyText, ChatMessages
+from rlvr_gym.envs.vector import make_vec
 
-register("arith", "rlvr_gym.envs.arith:ArithEnv")
-register("gsm8k", "rlvr_gym.envs.gsm8k:GSM8KEnv")
-register("math500", "rlvr_gym.envs.math500:MATH500Env")
-register("humaneval", "rlvr_gym.envs.humaneval:HumanEvalEnv")
-register("mbpp", "rlvr_gym.envs.mbpp:MbppEnv")
+# A change to an env's tasks or scoring registers a new -vN; `make("gsm8k")` means the latest.
+register("arith-v0", "rlvr_gym.envs.arith:ArithEnv")
+register("gsm8k-v0", "rlvr_gym.envs.gsm8k:GSM8KEnv")
+register("math500-v0", "rlvr_gym.envs.math500:MATH500Env")
+register("humaneval-v0", "rlvr_gym.envs.humaneval:HumanEvalEnv")
+register("mbpp-v0", "rlvr_gym.envs.mbpp:MbppEnv")
 load_plugins()
 
 __all__ = [
@@ -48,8 +52,11 @@ __all__ = [
     "UnknownEnvError",
     "check_env",
     "deregister",
+    "gymnasium_id",
+    "latest_version",
     "load_plugins",
     "make",
+    "make_vec",
     "register",
     "registry",
     "spec",

@@ -2,19 +2,27 @@
 
 Modelled on Gymnasium's env checker. Each ``check_*`` raises :class:`EnvCheckError` naming the
 rule it found broken; ``check_env`` runs them all and returns the names of those that passed.
+The rules that rebuild the env (``spec``, ``instances``) need ``env.spec`` — an env made with
+``make`` has one; for an env built by hand they are not run and not reported as passed.
+(Gymnasium's own ``gymnasium.utils.env_checker.check_env`` passes on every built-in env too.)
 """
 
 from __future__ import annotations
 
 import copy
+import multiprocessing
+import os
+import pickle
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import gymnasium
 from gymnasium import spaces
 
 from rlvr_gym.envs.env import EnvStateError, SingleTurnEnv
 from rlvr_gym.error import Error
-from rlvr_gym.verifiers import Verdict
+from rlvr_gym.verifiers import Verdict, thaw
 
 
 class EnvCheckError(Error, AssertionError):
@@ -68,9 +76,6 @@ def check_determinism(env: SingleTurnEnv, n_tasks: int) -> None:
     for split in env.splits:
         for index in _sample_indices(env, split, n_tasks):
             task = env.tasks(split)[index]
-            again = copy.deepcopy(env.tasks(split)[index])
-            if task != again:
-                raise EnvCheckError("determinism", f"task {split}[{index}] changed between two reads")
             completion = _reference(env, task)
             if completion is not None and env.verify(completion, task) != env.verify(completion, task):
                 raise EnvCheckError(
@@ -138,14 +143,122 @@ def check_wrong_answers(env: SingleTurnEnv, n_tasks: int) -> None:
                     )
 
 
+def check_verify_pure(env: SingleTurnEnv, n_tasks: int) -> None:
+    """``verify`` does not change the task it scores (a verifier that writes into its task would
+    change the answer key for every later completion)."""
+    for split in env.splits:
+        for index in _sample_indices(env, split, n_tasks):
+            task = thaw(env.tasks(split)[index])  # a plain, mutable copy, as a trainer would hold
+            before = copy.deepcopy(task)
+            reference = _reference(env, task)
+            for completion in [*([reference] if reference is not None else []), *env.wrong_completions(task)]:
+                env.verify(completion, task)
+                if task != before:
+                    raise EnvCheckError(
+                        "verify_pure", f"verify({completion!r:.80}, task) changed task {split}[{index}]"
+                    )
+
+
+def check_spec(env: SingleTurnEnv, n_tasks: int) -> None:
+    """``env.spec`` pickles and rebuilds an env of the same class and spec, as a worker process
+    (``AsyncVectorEnv``, a data loader, Ray) must do from the spec alone."""
+    try:
+        spec = pickle.loads(pickle.dumps(env.spec))
+    except Exception as exc:  # noqa: BLE001 - any pickling failure breaks the rule
+        raise EnvCheckError(
+            "spec",
+            f"env.spec does not pickle ({type(exc).__name__}: {exc}); register the env with a "
+            "top-level class or a 'module:attr' string, not a lambda or local function",
+        ) from None
+    rebuilt = _rebuild(spec)
+    try:
+        if type(rebuilt.unwrapped) is not type(env):
+            raise EnvCheckError(
+                "spec", f"env.spec builds a {type(rebuilt.unwrapped).__name__}, not a {type(env).__name__}"
+            )
+    finally:
+        rebuilt.close()
+
+
+def check_instances(env: SingleTurnEnv, n_tasks: int) -> None:
+    """Two instances built from one spec pose the same tasks, prompts and seeded resets (so an
+    env whose ``load_tasks`` uses unseeded randomness fails: its workers would disagree)."""
+    other = _rebuild(env.spec).unwrapped
+    try:
+        for split in env.splits:
+            if len(env.tasks(split)) != len(other.tasks(split)):
+                raise EnvCheckError("instances", f"two instances have different {split} sizes")
+            for index in _sample_indices(env, split, n_tasks):
+                if env.tasks(split)[index] != other.tasks(split)[index]:
+                    raise EnvCheckError(
+                        "instances", f"two instances pose different tasks at {split}[{index}]"
+                    )
+        for seed in (0, 7):
+            if env.reset(seed=seed)[1]["index"] != other.reset(seed=seed)[1]["index"]:
+                raise EnvCheckError("instances", f"reset(seed={seed}) picks different tasks in two instances")
+    finally:
+        other.close()
+
+
+def check_pickle(env: SingleTurnEnv, n_tasks: int) -> None:
+    """The env and its verdicts pickle, and the copy scores like the original (for vector envs,
+    multiprocessing data loaders and Ray workers)."""
+    obs, info = env.reset(seed=0)
+    completion = _reference(env, info["task"]) or "some completion"
+    try:
+        copied = pickle.loads(pickle.dumps(env))
+        verdict = env.verify(completion, info["task"])
+        verdict_copy = pickle.loads(pickle.dumps(verdict))
+    except Exception as exc:  # noqa: BLE001 - any pickling failure breaks the rule
+        raise EnvCheckError(
+            "pickle", f"env or verdict does not pickle ({type(exc).__name__}: {exc})"
+        ) from None
+    try:
+        if verdict_copy != verdict or copied.verify(completion, info["task"]) != verdict:
+            raise EnvCheckError("pickle", "a pickled copy of the env scores a completion differently")
+    finally:
+        copied.close()
+
+
+def check_close(env: SingleTurnEnv, n_tasks: int, baseline: set[int] | None = None) -> None:
+    """``close()`` stops the worker processes verification started (math worker, code sandbox),
+    may be called twice, and leaves the env usable (workers restart on demand).
+
+    ``baseline``: the child processes alive before checking began (``check_env`` passes it, so
+    a process started by an earlier check counts too); by default, those alive now.
+    """
+    before = _children() if baseline is None else baseline
+    _, info = env.reset(seed=0)
+    completion = _reference(env, info["task"]) or "some completion"
+    for text in [completion, *env.wrong_completions(info["task"])]:
+        env.verify(text, info["task"])
+    env.close()
+    env.close()
+    left = _children() - before
+    if left:
+        raise EnvCheckError(
+            "close", f"close() left {len(left)} child process(es) running: pids {sorted(left)}"
+        )
+    verdict = env.verify(completion, info["task"])
+    env.close()
+    if not isinstance(verdict, Verdict) or verdict.reason == "error":
+        raise EnvCheckError("close", f"the env cannot verify after close(): {verdict}")
+
+
 CHECKS: tuple[Callable[[SingleTurnEnv, int], None], ...] = (
     check_spaces,
     check_reset,
     check_determinism,
     check_step,
+    check_verify_pure,
     check_oracle,
     check_wrong_answers,
+    check_spec,
+    check_instances,
+    check_pickle,
+    check_close,
 )
+NEEDS_SPEC = frozenset({check_spec, check_instances})
 
 
 CHECK_NAMES: tuple[str, ...] = tuple(check.__name__.removeprefix("check_") for check in CHECKS)
@@ -160,10 +273,41 @@ def check_env(env: SingleTurnEnv, n_tasks: int = 8) -> list[str]:
     if not isinstance(env, SingleTurnEnv):
         raise EnvCheckError("type", f"expected an envs.SingleTurnEnv, got {type(env).__name__}")
     passed = []
+    baseline = _children()
     for check in CHECKS:
-        check(env, n_tasks)
+        if check in NEEDS_SPEC and env.spec is None:
+            continue
+        if check is check_close:
+            check_close(env, n_tasks, baseline)
+        else:
+            check(env, n_tasks)
         passed.append(check.__name__.removeprefix("check_"))
     return passed
+
+
+def _rebuild(spec: Any) -> gymnasium.Env:
+    """A new env from a spec: ours (``EnvSpec.make``) or Gymnasium's (``gymnasium.make``)."""
+    make = getattr(spec, "make", None)
+    try:
+        return make() if callable(make) else gymnasium.make(spec, disable_env_checker=True)
+    except Error as exc:
+        raise EnvCheckError("spec", f"env.spec does not rebuild the env: {exc}") from None
+
+
+def _children() -> set[int]:
+    """Pids of this process's live children (from ``/proc``; elsewhere multiprocessing's)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return {p.pid for p in multiprocessing.active_children() if p.pid is not None}
+    me, pids = str(os.getpid()), set()
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == me and fields[0] != "Z":  # state, ppid; a zombie holds nothing
+            pids.add(int(stat.parent.name))
+    return pids
 
 
 def _reference(env: SingleTurnEnv, task: Any) -> str | None:

@@ -12,14 +12,14 @@ trainer-facing batch API, and the clear errors. Authoring an env means writing:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar, Literal, overload
 
 import gymnasium
 
 from rlvr_gym.envs.spaces import AnyText, ChatMessages
 from rlvr_gym.error import Error, InvalidArgument, InvalidType, OutOfRange
-from rlvr_gym.verifiers import Rubric, Task, Verdict, Verifier, run_verifier
+from rlvr_gym.verifiers import Rubric, Task, Verdict, Verifier, freeze, run_verifier, thaw
 
 PromptFormat = Literal["chat", "text"]
 Observation = list[dict[str, str]] | str
@@ -27,6 +27,34 @@ Observation = list[dict[str, str]] | str
 
 class EnvStateError(Error, RuntimeError):
     """``step`` called at the wrong time (before ``reset``, or twice in one episode)."""
+
+
+class FrozenRows(Sequence[Task]):
+    """A read-only view of a lazy task sequence: each row read is frozen, so callers cannot edit
+    the rows the env scores against. (Lists and tuples are frozen once, at load.)"""
+
+    def __init__(self, rows: Sequence[Task]) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> Task: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Task]: ...
+    def __getitem__(self, index: int | slice) -> Task | list[Task]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return freeze(self.rows[index])
+
+    def __iter__(self) -> Iterator[Task]:
+        return (self[i] for i in range(len(self)))
+
+
+def freeze_rows(rows: Sequence[Task]) -> Sequence[Task]:
+    """Task rows no caller can change: a tuple of frozen rows, or a freezing view of a lazy one."""
+    return tuple(freeze(row) for row in rows) if type(rows) in (list, tuple) else FrozenRows(rows)
 
 
 class SingleTurnEnv(gymnasium.Env[Observation, str]):
@@ -71,7 +99,8 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
 
     # ----- trainer-facing batch API ------------------------------------------------------------
     def tasks(self, split: str = "train") -> Sequence[Task]:
-        """The tasks of ``split`` (validated name; loaded once)."""
+        """The tasks of ``split`` (validated name; loaded once). Rows are read-only
+        (:class:`verifiers.FrozenDict`): editing one raises instead of changing the answer key."""
         if split not in self.splits:
             raise InvalidArgument(
                 f"unknown split {split!r} for {type(self).__name__}; splits are {list(self.splits)}"
@@ -80,7 +109,7 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
             loaded = self.load_tasks(split)
             if len(loaded) == 0:
                 raise InvalidArgument(f"{type(self).__name__} split {split!r} has no tasks")
-            self._tasks[split] = loaded
+            self._tasks[split] = freeze_rows(loaded)
         return self._tasks[split]
 
     def prompt(self, task: Task) -> Observation:
@@ -128,7 +157,7 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
         task = tasks[index]
         self._current = (split, index, task)
         self._stepped = False
-        return self.prompt(task), {"split": split, "index": index, "task": task}
+        return self.prompt(task), self._info(split, index, task)
 
     def step(self, action: object) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
         """Score the completion ``action``; the episode ends at once (``terminated=True``)."""
@@ -139,5 +168,22 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
         split, index, task = self._current
         verdict = self.verify(action, task)
         self._stepped = True
-        info = {"verdict": verdict, "split": split, "index": index, "task": task}
-        return self.prompt(task), verdict.score, True, False, info
+        return self.prompt(task), verdict.score, True, False, self._info(split, index, task, verdict)
+
+    def _info(self, split: str, index: int, task: Task, verdict: Verdict | None = None) -> dict[str, Any]:
+        """A fresh info dict: the task is a new mutable copy, never the row the env scores against
+        (Gymnasium's checker demands new data per call; a caller editing it changes nothing)."""
+        info: dict[str, Any] = {"split": split, "index": index, "task": thaw(task)}
+        if verdict is not None:
+            info["verdict"] = verdict
+        return info
+
+    def close(self) -> None:
+        """Release the verifiers' worker processes (math worker, code sandbox pool).
+
+        Safe to call twice; the env stays usable and its workers restart on the next verification.
+        """
+        close = getattr(self.rubric, "close", None) if hasattr(self, "rubric") else None
+        if callable(close):
+            close()
+        super().close()

@@ -1,6 +1,11 @@
 """The env registry, in the manner of Gymnasium: ``register``, ``make``, ``spec``, ``registry``.
 
-Ids follow Gymnasium's ``[namespace/]name[-vN]``. Third-party packages add envs through the
+Ids follow Gymnasium's ``[namespace/]name[-vN]``. The version means something: a change to an
+env's tasks or scoring registers a new ``-vN`` (``tests/test_env_versions.py`` pins what each
+built-in version poses and scores). An id without a version (``make("gsm8k")``) resolves to the
+latest registered version, and ``env.spec.id`` names the exact one. Every env is also registered
+in Gymnasium's own registry (:func:`gymnasium_id`: ``gsm8k-v0`` -> ``rlvr_gym/gsm8k-v0``), so
+``gymnasium.make`` and ``gymnasium.make_vec`` reach it once ``rlvr_gym.envs`` is imported. Third-party packages add envs through the
 entry-point group ``rlvr_gym.envs``: the entry point's *name* is the env id and its *value* the
 ``module:attr`` of the env class or factory, imported only when the env is made.
 """
@@ -21,6 +26,7 @@ from typing import Any
 from gymnasium import error as gym_error
 from gymnasium.envs.registration import EnvSpec as GymEnvSpec
 from gymnasium.envs.registration import parse_env_id
+from gymnasium.envs.registration import registry as gym_registry
 
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.error import Error
@@ -28,6 +34,7 @@ from rlvr_gym.error import Error
 logger = logging.getLogger("rlvr_gym.envs")
 
 ENTRY_POINT_GROUP = "rlvr_gym.envs"
+GYMNASIUM_NAMESPACE = "rlvr_gym"
 EnvFactory = Callable[..., SingleTurnEnv]
 
 
@@ -173,27 +180,74 @@ def register(
     _validate_id(id)
     if id in _registry:
         raise DuplicateEnvError(f"env {id!r} is already registered (by {_registry[id].entry_point!r})")
+    _check_versioning(id)
     if callable(entry_point):
         check_kwargs(entry_point, defaults, id)
     elif not isinstance(entry_point, str) or ":" not in entry_point:
         raise RegistryError(f"entry point of {id!r} must be a callable or 'module:attr', got {entry_point!r}")
     spec = EnvSpec(id=id, entry_point=entry_point, kwargs=dict(defaults), description=description)
     _registry[id] = spec
+    gym_id = gymnasium_id(id)
+    gym_registry[gym_id] = GymEnvSpec(id=gym_id, entry_point=entry_point, kwargs=dict(defaults))
     return spec
+
+
+def _check_versioning(id: str) -> None:  # noqa: A002
+    """Gymnasium's rule: a name is registered either without a version or with versions, not both
+    (else ``make(name)`` would be ambiguous between the bare id and the latest version)."""
+    namespace, name, version = parse_env_id(id)
+    for other in _registry:
+        other_namespace, other_name, other_version = parse_env_id(other)
+        if (other_namespace, other_name) == (namespace, name) and (other_version is None) != (
+            version is None
+        ):
+            raise DuplicateEnvError(
+                f"cannot register {id!r}: {other!r} is already registered, and a name is registered "
+                "with versions (-vN) or without one, not both"
+            )
+
+
+def gymnasium_id(id: str) -> str:  # noqa: A002
+    """The id an env has in Gymnasium's registry: ours under the ``rlvr_gym/`` namespace
+    (``gsm8k-v0`` -> ``rlvr_gym/gsm8k-v0``); an id with its own namespace keeps it."""
+    namespace, _, _ = parse_env_id(_validate_id(id))
+    return id if namespace is not None else f"{GYMNASIUM_NAMESPACE}/{id}"
 
 
 def deregister(id: str) -> None:  # noqa: A002
     """Remove ``id`` from the registry (for tests and interactive sessions)."""
-    spec(id)
+    if id not in _registry:
+        spec(id)  # raises the usual error naming close matches
     del _registry[id]
+    gym_registry.pop(gymnasium_id(id), None)
+
+
+def latest_version(id: str) -> str | None:  # noqa: A002
+    """For an id without ``-vN``, the registered id of its highest version (``None`` if none)."""
+    namespace, name, version = parse_env_id(_validate_id(id))
+    if version is not None:
+        return None
+    versions = []
+    for other in _registry:
+        other_namespace, other_name, other_version = parse_env_id(other)
+        if (other_namespace, other_name) == (namespace, name) and other_version is not None:
+            versions.append((other_version, other))
+    return max(versions)[1] if versions else None
 
 
 def spec(id: str) -> EnvSpec:  # noqa: A002
-    """The spec registered under ``id``; unknown ids fail naming the closest ones."""
+    """The spec registered under ``id``; an id without a version means its latest version.
+    Unknown ids fail naming the closest ones."""
     _validate_id(id)
     found = _registry.get(id)
+    if found is None and (latest := latest_version(id)) is not None:
+        found = _registry[latest]
     if found is None:
-        close = difflib.get_close_matches(id, list(_registry), n=3, cutoff=0.5)
+        # suggest what users type: the id without its version (it means the latest one)
+        names = {
+            other.rpartition("-v")[0] if parse_env_id(other)[2] is not None else other for other in _registry
+        }
+        close = difflib.get_close_matches(id, sorted(names), n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
         raise UnknownEnvError(f"no env registered as {id!r}.{hint} See `rlvr-gym envs` for all ids.")
     return found

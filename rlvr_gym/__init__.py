@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 # name -> module that defines it; imported when the name is first read.
 _LAZY: dict[str, str] = {
     "make": "rlvr_gym.envs",
+    "make_vec": "rlvr_gym.envs",
     "register": "rlvr_gym.envs",
     "spec": "rlvr_gym.envs",
     "registry": "rlvr_gym.envs",
@@ -40,11 +41,14 @@ _LAZY: dict[str, str] = {
     "evaluate": "rlvr_gym.trainers.evaluate",
 }
 _SUBPACKAGES = ("envs", "verifiers", "backends", "trainers", "error")
+# public modules deeper down, reachable as rlvr_gym.<name> (imported on first use)
+_MODULES = {"trl_adapter": "rlvr_gym.backends.trl_adapter"}
 
 if TYPE_CHECKING:
     from rlvr_gym import backends, envs, error, trainers, verifiers
+    from rlvr_gym.backends import trl_adapter
     from rlvr_gym.backends.config import LoraSettings, RunConfig
-    from rlvr_gym.envs import SingleTurnEnv, check_env, make, register, registry, spec
+    from rlvr_gym.envs import SingleTurnEnv, check_env, make, make_vec, register, registry, spec
     from rlvr_gym.envs.audit import AuditFailed, AuditReport, audit
     from rlvr_gym.trainers.evaluate import evaluate
     from rlvr_gym.trainers.train import train
@@ -57,6 +61,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(_LAZY[name]), name)
     elif name in _SUBPACKAGES:
         value = importlib.import_module(f"rlvr_gym.{name}")
+    elif name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
     else:
         raise AttributeError(f"module 'rlvr_gym' has no attribute {name!r}")
     globals()[name] = value  # later reads skip this function
@@ -64,7 +70,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY, *_SUBPACKAGES})
+    return sorted({*globals(), *_LAZY, *_SUBPACKAGES, *_MODULES})
 
 
 __all__ = [
@@ -85,10 +91,12 @@ __all__ = [
     "error",
     "evaluate",
     "make",
+    "make_vec",
     "register",
     "registry",
     "spec",
     "train",
     "trainers",
+    "trl_adapter",
     "verifiers",
 ]

@@ -15,7 +15,7 @@ from typing import Any
 
 from rlvr_gym import envs
 from rlvr_gym.envs.code_env import fenced
-from rlvr_gym.verifiers import NumberMatch, Reason, Task, Verdict, extract_answer, parse_number
+from rlvr_gym.verifiers import NumberMatch, Reason, Rubric, Task, Verdict, extract_answer, parse_number
 
 TASKS = [
     {
@@ -78,7 +78,7 @@ class TextHackEnv(envs.SingleTurnEnv):
 
     def __init__(self, verifier: Any, **options: Any) -> None:
         super().__init__(**options)
-        self.rubric = verifier
+        self.rubric = Rubric({"correct": verifier})
 
     def load_tasks(self, split: str) -> Sequence[Task]:
         return TASKS
@@ -117,7 +117,7 @@ class CodeHackEnv(envs.SingleTurnEnv):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.rubric = exit_status
+        self.rubric = Rubric({"correct": exit_status})
 
     def load_tasks(self, split: str) -> Sequence[Task]:
         return CODE_TASKS

@@ -48,7 +48,6 @@ def test_builtin_text_envs_pass_their_audit(env_id):
     assert report.ok, report.render()
     assert set(report.families) == set(FAMILIES) - {"code_harness"}
     assert report.families["hedging"].count > 50 and report.families["gold"].pass_rate == 1.0
-    assert report.seconds < 10
 
 
 @pytest.mark.parametrize("env_id", ["humaneval", "mbpp"])

@@ -13,7 +13,7 @@ from rlvr_gym.trainers.cli import main
 def test_envs_lists_ids_with_descriptions(capsys):
     assert main(["envs"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert any(line.startswith("arith ") and "arithmetic" in line for line in lines)
+    assert any(line.startswith("arith-v0 ") and "arithmetic" in line for line in lines)
     assert len(lines) == len(envs.registry)
 
 
@@ -74,3 +74,46 @@ def test_console_script_is_installed_and_fails_cleanly():
         timeout=60,
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
+
+
+LOCAL_ENV_MODULE = '''
+from rlvr_gym import envs
+from rlvr_gym.verifiers import ExactMatch, Rubric
+
+
+class Echo(envs.SingleTurnEnv):
+    """Repeat the word (a local, unpackaged env)."""
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.rubric = Rubric({"correct": ExactMatch("word")})
+
+    def load_tasks(self, split):
+        return [{"word": w} for w in ("alpha", "beta", "gamma")]
+
+    def question(self, task):
+        return f"Say {task['word']}."
+
+    def reference_completion(self, task):
+        return task["word"]
+
+
+envs.register("my-org/foo-v0", Echo)
+'''
+
+
+def test_check_imports_a_local_env_module(tmp_path, monkeypatch, capsys):
+    module = f"my_env_module_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(LOCAL_ENV_MODULE)
+    monkeypatch.chdir(tmp_path)
+    assert "my-org/foo-v0" not in envs.registry
+    assert main(["check", "my-org/foo-v0"]) == 2  # unknown without the import
+    try:
+        assert main(["check", "--import", module, "my-org/foo-v0"]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith("ok   my-org/foo-v0:") and "spec" in out and "close" in out
+    finally:
+        envs.deregister("my-org/foo-v0")
+        sys.modules.pop(module, None)
+    assert main(["check", "--import", "no_such_module_xyz", "arith"]) == 2
+    assert "--import no_such_module_xyz" in capsys.readouterr().err

@@ -13,7 +13,7 @@ from tests.code_support import SHARED_DATA
 
 @pytest.fixture(scope="module")
 def env():
-    return MbppEnv(data_path=FIXTURE_PATH)
+    return envs.make("mbpp", data_path=FIXTURE_PATH)  # with a spec: the rebuild rules run too
 
 
 def test_fixture_covers_every_test_kind_in_both_splits(env):

@@ -13,6 +13,7 @@ from safetensors.torch import load_file
 
 from rlvr_gym import envs
 from rlvr_gym.backends import trl as trl_backend
+from rlvr_gym.backends import trl_adapter
 from rlvr_gym.backends.config import LoraSettings, RunConfig
 from rlvr_gym.backends.engine.rewards import EnvRewards
 from rlvr_gym.backends.metrics import read_metrics
@@ -46,7 +47,7 @@ def weights(path) -> dict[str, torch.Tensor]:
 
 def test_dataset_has_prompts_and_task_locators():
     env = envs.make("arith", train_size=6)
-    dataset = trl_backend.build_dataset(env, "train")
+    dataset = trl_adapter.dataset(env, "train")
     assert len(dataset) == 6 and dataset[2]["prompt"] == env.prompt(env.tasks("train")[2])
     assert dataset[2]["task_index"] == 2 and dataset[2]["task_split"] == "train"
     assert dataset[2]["task_answer"] == env.tasks("train")[2]["answer"]

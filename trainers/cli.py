@@ -39,28 +39,31 @@ def parse_env_args(pairs: Sequence[str]) -> dict[str, Any]:
     return kwargs
 
 
-def import_modules(names: Sequence[str]) -> None:
-    """Import each ``--import MODULE`` so that the envs it registers exist before they are named.
+def import_env_modules(names: Sequence[str]) -> list[str]:
+    """Import each module in ``names`` for the envs it registers (``--import MODULE``), so a
+    local env module works without packaging it; returns the ids it added. The current folder is
+    searched first, as ``python -m`` would."""
 
-    One helper for every command that takes ``--import`` (today ``audit``); a module that is
-    missing or fails while importing is a one-line user error, not a traceback.
-    """
+    if names and "" not in sys.path:
+        sys.path.insert(0, "")
+    before = set(envs.registry)
     for name in names:
         try:
             importlib.import_module(name)
         except ImportError as exc:
-            raise CliError(f"--import {name}: {exc}") from exc
+            raise CliError(f"--import {name}: {exc}") from None
+    return sorted(set(envs.registry) - before)
 
 
 def add_import_arg(parser: argparse.ArgumentParser) -> None:
-    """The repeatable ``--import MODULE`` (a module that registers envs, e.g. a plugin's)."""
+    """The repeatable ``--import MODULE`` (see :func:`import_env_modules`)."""
     parser.add_argument(
         "--import",
         dest="imports",
         action="append",
         default=[],
         metavar="MODULE",
-        help="import MODULE first (it may register envs); repeatable",
+        help="import MODULE first, for the envs it registers (repeatable)",
     )
 
 
@@ -68,7 +71,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
     """Run the reward-hack catalogue on ENV; exit 1 when an exploit passes or earns > --threshold."""
     from rlvr_gym.envs.audit import audit
 
-    import_modules(args.imports)
     env = envs.make(args.id, **parse_env_args(args.env_arg))
     report = audit(
         env,
@@ -342,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="check every registered env")
     p.add_argument("--n-tasks", type=int, default=8, help="tasks per split to check (default 8)")
     add_env_arg(p)
+    add_import_arg(p)
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("verify", help="score one completion and print the Verdict")
@@ -413,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-audit", action="store_true", help="skip the fast reward-hack audit that runs before training"
     )
+    add_import_arg(p)
     p.set_defaults(run=cmd_train)
 
     p = sub.add_parser("audit", help="run generic reward hacks against an env's verifiers")
@@ -453,6 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fresh", action="store_true", help="discard an earlier eval in --output-dir")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_import_arg(p)
     p.set_defaults(run=cmd_eval)
 
     p = sub.add_parser("report", help="PNG plots and an HTML page of a training run")
@@ -466,6 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        import_env_modules(getattr(args, "imports", []))
         return args.run(args)
     except Error as exc:  # everything rlvr-gym refuses on purpose; a real bug keeps its traceback
         print(f"rlvr-gym: error: {exc}", file=sys.stderr)

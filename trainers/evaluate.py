@@ -279,6 +279,7 @@ def evaluate(
                     verify_s += time.perf_counter() - t0
                     log.append(
                         {
+                            "env": env_id,  # the exact version (gsm8k-v0), even when asked for "gsm8k"
                             "split": split,
                             "index": index,
                             "sample": sample,

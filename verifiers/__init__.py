@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlvr_gym.verifiers.basic import ExactMatch, NumberMatch, extract_answer, parse_number, strip_markup
 from rlvr_gym.verifiers.format import IntegerAnswer, LengthBand, NumericProximity, TagFormat
+from rlvr_gym.verifiers.frozen import FrozenDict, freeze, thaw
 from rlvr_gym.verifiers.math import MathVerifier
 from rlvr_gym.verifiers.protocol import Completion, Task, Verifier, completion_text, run_verifier
 from rlvr_gym.verifiers.rubric import Rubric
@@ -36,6 +37,7 @@ __all__ = [
     "CodeVerifier",
     "Completion",
     "ExactMatch",
+    "FrozenDict",
     "IntegerAnswer",
     "LengthBand",
     "Limits",
@@ -53,7 +55,9 @@ __all__ = [
     "completion_text",
     "extract_answer",
     "extract_code",
+    "freeze",
     "parse_number",
     "run_verifier",
     "strip_markup",
+    "thaw",
 ]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from types import MappingProxyType
 
 from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.verifiers.frozen import FrozenDict
 from rlvr_gym.verifiers.protocol import Task, Verifier, run_verifier
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
@@ -51,9 +51,9 @@ class Rubric:
         passed_by = next(iter(components)) if passed_by is None else passed_by
         if passed_by not in components:
             raise InvalidArgument(f"passed_by={passed_by!r} is not a component; have {list(components)}")
-        self.components: Mapping[str, Verifier] = MappingProxyType(dict(components))
-        self.weights: Mapping[str, float] = MappingProxyType(resolved)
-        self.normalized_weights: Mapping[str, float] = MappingProxyType(
+        self.components: Mapping[str, Verifier] = FrozenDict(dict(components))
+        self.weights: Mapping[str, float] = FrozenDict(resolved)
+        self.normalized_weights: Mapping[str, float] = FrozenDict(
             {name: weight / total for name, weight in resolved.items()}
         )
         self.passed_by = passed_by
@@ -82,6 +82,13 @@ class Rubric:
 
     def __call__(self, completion: str, task: Task) -> Verdict:
         return self.combine(self.score_components(completion, task))
+
+    def close(self) -> None:
+        """Release what the components hold (worker processes); each restarts on next use."""
+        for verifier in self.components.values():
+            close = getattr(verifier, "close", None)
+            if callable(close):
+                close()
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{n}×{w:g}" for n, w in self.weights.items())

@@ -7,10 +7,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from types import MappingProxyType
 from typing import Any
 
 from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.verifiers.frozen import FrozenDict, freeze
 
 
 class Reason(StrEnum):
@@ -31,14 +31,16 @@ class Verdict:
 
     ``score`` lies in [0, 1]; ``passed`` is True exactly when ``reason`` is ``correct``.
     ``answer`` is what the verifier extracted from the completion (``None`` if nothing);
-    ``details`` carries verifier-specific facts (per-component scores, test counts, ...).
+    ``details`` carries verifier-specific facts (per-component scores, test counts, ...); it is
+    frozen (nested dicts read-only, lists made tuples), so a verdict is immutable and still
+    pickles and deep-copies.
     """
 
     score: float
     passed: bool
     reason: Reason | str
     answer: str | None = None
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=FrozenDict)
 
     def __post_init__(self) -> None:
         if isinstance(self.score, bool) or not isinstance(self.score, int | float):
@@ -61,7 +63,9 @@ class Verdict:
             raise InvalidType(f"Verdict.answer must be a str or None, got {type(self.answer).__name__}")
         object.__setattr__(self, "score", float(self.score))
         object.__setattr__(self, "reason", reason)
-        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        if not isinstance(self.details, Mapping):
+            raise InvalidType(f"Verdict.details must be a mapping, got {type(self.details).__name__}")
+        object.__setattr__(self, "details", freeze(self.details))
 
     # Convenience constructors keep verifiers short and their intent obvious.
     @classmethod

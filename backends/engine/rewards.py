@@ -12,10 +12,11 @@ import concurrent.futures
 import logging
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers import Reason, Rubric, Task, Verdict
 
 logger = logging.getLogger("rlvr_gym.backends")
@@ -26,15 +27,28 @@ RewardFunction = Callable[..., list[float | None]]
 class EnvRewards:
     """Builds the reward functions and metrics for one env; shared by every backend."""
 
-    def __init__(self, env: SingleTurnEnv, *, num_generations: int, timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        env: SingleTurnEnv,
+        *,
+        num_generations: int | None,
+        timeout_s: float = 60.0,
+        env_label: str | None = None,
+    ) -> None:
         self.env = env
-        self.num_generations = num_generations
+        self.num_generations = num_generations  # None: read the group size off each batch
         self.timeout_s = timeout_s
-        rubric = env.rubric
-        self.weights = dict(rubric.normalized_weights) if isinstance(rubric, Rubric) else {"reward": 1.0}
+        self.env_label = env_label  # rows naming another env (a task_env column) are refused
+        self.weights = self.weights_of(env)
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify")
         self._batch: tuple[Sequence[Any], list[Verdict] | None] | None = None
         self.totals: Counter[str] = Counter()
+
+    @staticmethod
+    def weights_of(env: SingleTurnEnv) -> dict[str, float]:
+        """Normalised weight per component (a bare verifier is one component, ``reward``)."""
+        rubric = env.rubric
+        return dict(rubric.normalized_weights) if isinstance(rubric, Rubric) else {"reward": 1.0}
 
     @property
     def names(self) -> list[str]:
@@ -48,6 +62,7 @@ class EnvRewards:
         def reward(
             prompts: list, completions: list, task_split: list, task_index: list, **kwargs: Any
         ) -> list:
+            self._check_env_column(kwargs.get("task_env"))
             verdicts = self.verdicts(completions, task_split, task_index, kwargs.get("log_metric"))
             if verdicts is None:
                 return [None] * len(completions)
@@ -56,9 +71,20 @@ class EnvRewards:
         reward.__name__ = name
         return reward
 
+    def _check_env_column(self, labels: Sequence[str] | None) -> None:
+        """Refuse rows built from another env (or version): their indices point at other tasks."""
+        if labels is None or self.env_label is None:
+            return
+        foreign = sorted({label for label in labels if label != self.env_label})
+        if foreign:
+            raise InvalidArgument(
+                f"the batch has rows of {foreign}, but these reward functions score {self.env_label!r}: "
+                "build the dataset and the reward functions from the same env"
+            )
+
     def _score(self, verdict: Verdict, name: str) -> float:
         scores = verdict.details.get("scores")
-        return float(scores[name]) if isinstance(scores, dict) and name in scores else verdict.score
+        return float(scores[name]) if isinstance(scores, Mapping) and name in scores else verdict.score
 
     def verdicts(
         self,
@@ -80,10 +106,11 @@ class EnvRewards:
             )
             verdicts = None
         self._batch = (completions, verdicts)
-        self._record(verdicts, len(completions), log_metric)
+        keys = list(zip(splits, map(int, indices), strict=True))
+        self._record(verdicts, len(completions), log_metric, self.num_generations or _first_run(keys))
         return verdicts
 
-    def _record(self, verdicts: list[Verdict] | None, size: int, log_metric: Any) -> None:
+    def _record(self, verdicts: list[Verdict] | None, size: int, log_metric: Any, group: int) -> None:
         """Count reasons and log accuracy, verifier errors/timeouts and advantages for this batch."""
         metrics: dict[str, float] = {}
         if verdicts is None:
@@ -97,15 +124,14 @@ class EnvRewards:
             metrics["verifier/timeouts"] = float(reasons[Reason.TIMEOUT.value])
             for reason in Reason:
                 metrics[f"reasons/{reason.value}"] = reasons[reason.value] / size
-            metrics.update(self._advantage_stats(verdicts))
+            metrics.update(self._advantage_stats(verdicts, group))
         if log_metric is not None:
             for key, value in metrics.items():
                 log_metric(key, value)
 
-    def _advantage_stats(self, verdicts: list[Verdict]) -> dict[str, float]:
+    def _advantage_stats(self, verdicts: list[Verdict], g: int) -> dict[str, float]:
         """Group-normalised advantages, as GRPO computes them, for the logs."""
         rewards = [v.score for v in verdicts]
-        g = self.num_generations
         advantages = []
         for start in range(0, len(rewards) - len(rewards) % g, g):
             group = rewards[start : start + g]
@@ -120,3 +146,11 @@ class EnvRewards:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _first_run(keys: Sequence[Any]) -> int:
+    """Length of the first run of equal keys: TRL puts a prompt's generations side by side."""
+    run = 1
+    while run < len(keys) and keys[run] == keys[0]:
+        run += 1
+    return run

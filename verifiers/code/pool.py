@@ -198,14 +198,28 @@ class SandboxPool:
                 r if r is not None else {"status": "error", "errors": ["job was not run"]} for r in results
             ]
 
-    def close(self) -> None:
-        """Stop every worker (idempotent)."""
+    def release(self) -> None:
+        """Stop every worker but keep the pool usable: the next job starts fresh ones.
+
+        What an env's ``close()`` calls, since the default pool is shared by every code env.
+        """
         with self._lock:
-            self._closed = True
             for worker in self._workers:
                 if worker is not None:
                     worker.close()
             self._workers = [None] * self.size
+
+    def close(self) -> None:
+        """Stop every worker (idempotent); the pool refuses work afterwards."""
+        self.release()
+        self._closed = True
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the settings only: worker processes and locks belong to this process."""
+        return {"size": self.size, "grace_s": self.grace_s}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["size"], grace_s=state["grace_s"])  # type: ignore[misc]
 
     def __enter__(self) -> SandboxPool:
         return self

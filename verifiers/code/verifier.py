@@ -47,6 +47,11 @@ class CodeVerifier:
     def __call__(self, completion: str, task: Task) -> Verdict:
         return self.verify_batch([completion], [task])[0]
 
+    def close(self) -> None:
+        """Stop the pool's worker processes; they restart on the next verification."""
+        pool = self._pool if self._pool is not None else default_pool()
+        pool.release()
+
     def _job(self, code: str, task: Task) -> dict[str, Any]:
         return {
             "source": code,

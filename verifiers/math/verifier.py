@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rlvr_gym.error import InvalidArgument, InvalidType, RunFailed
 from rlvr_gym.verifiers.math import equivalence
 from rlvr_gym.verifiers.math.budget import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Worker, shared_worker
@@ -50,6 +52,15 @@ class MathVerifier:
         if self._worker is None:
             self._worker = shared_worker(equivalence.WORKER_TARGET, self.memory_mb)
         return self._worker
+
+    def close(self) -> None:
+        """Stop the worker processes (shared with other math verifiers; they restart on demand)."""
+        if self._worker is not None:
+            self._worker.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the settings, not the worker: a process and its pipes stay in their process."""
+        return {**self.__dict__, "_worker": None}
 
     def warm_up(self) -> None:
         """Start the worker now, so the first symbolic check does not pay the start-up."""

@@ -1,0 +1,119 @@
+"""Plug an env into *your own* TRL script: a dataset and reward functions for ``GRPOTrainer``.
+
+    import rlvr_gym as rg
+    from rlvr_gym.backends.trl_adapter import dataset, reward_funcs, reward_weights
+    from trl import GRPOConfig, GRPOTrainer
+
+    env = rg.make("gsm8k")
+    trainer = GRPOTrainer(
+        model="Qwen/Qwen2.5-0.5B-Instruct",
+        reward_funcs=reward_funcs(env),
+        train_dataset=dataset(env, "train"),
+        args=GRPOConfig(output_dir="runs/gsm8k", reward_weights=reward_weights(env)),
+    )
+    trainer.train()
+
+What the five-line glue people write by hand loses, this keeps: one reward function per rubric
+component (TRL logs each as ``rewards/<name>/mean``) with the rubric's weights, so the weighted
+sum is the env's own score; a verifier error or timeout is ``None`` (TRL leaves the row
+unscored) rather than a silent 0; and rows find their task by ``(task_split, task_index)``
+columns, not by position, so TRL's shuffling and its per-process sharding cannot pair a
+completion with the wrong answer key (each process's env poses the same tasks — ``check_env``'s
+``instances`` rule). The ``trl`` backend builds its trainer from these same functions.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from rlvr_gym.backends.engine.rewards import EnvRewards, RewardFunction
+from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.error import InvalidArgument, InvalidType
+
+logger = logging.getLogger("rlvr_gym.backends")
+
+LOCATOR_COLUMNS = ("task_env", "task_split", "task_index")
+
+
+def env_label(env: SingleTurnEnv) -> str:
+    """The exact, versioned id the env was made as (its class name when built by hand)."""
+    spec = getattr(env, "spec", None)
+    return spec.id if spec is not None else type(env).__name__
+
+
+def dataset(
+    env: SingleTurnEnv, split: str = "train", *, tokenizer: Any = None, max_prompt_length: int | None = None
+):
+    """The prompts of ``split`` as a ``datasets.Dataset`` for ``GRPOTrainer(train_dataset=...)``.
+
+    Columns: ``prompt`` (chat messages or text), the locators ``task_env`` (exact versioned id),
+    ``task_split`` and ``task_index``, and the task's scalar fields as ``task_<field>`` for
+    inspection (rewards never read those: they look the task up in the env). With a
+    ``tokenizer`` and ``max_prompt_length``, longer prompts are dropped with a warning rather than
+    silently truncated.
+    """
+    if not isinstance(env, SingleTurnEnv):
+        raise InvalidType(f"dataset() needs an rlvr_gym env, got {type(env).__name__}")
+    from datasets import Dataset
+
+    label, rows, dropped = env_label(env), [], 0
+    for index, task in enumerate(env.tasks(split)):
+        prompt = env.prompt(task)
+        if (
+            tokenizer is not None
+            and max_prompt_length is not None
+            and _prompt_tokens(tokenizer, prompt) > max_prompt_length
+        ):
+            dropped += 1
+            continue
+        extras = {
+            f"task_{k}": v
+            for k, v in task.items()
+            if isinstance(v, str | int | float | bool) and f"task_{k}" not in LOCATOR_COLUMNS
+        }
+        rows.append({"prompt": prompt, "task_env": label, "task_split": split, "task_index": index, **extras})
+    if dropped:
+        logger.warning(
+            "dropped %d of %d %s prompts longer than %d tokens",
+            dropped,
+            dropped + len(rows),
+            split,
+            max_prompt_length,
+        )
+    if not rows:
+        raise InvalidArgument(f"no {split} prompt fits max_prompt_length={max_prompt_length}")
+    return Dataset.from_list(rows)
+
+
+def env_rewards(
+    env: SingleTurnEnv, *, num_generations: int | None = None, timeout_s: float = 60.0
+) -> EnvRewards:
+    """The reward functions' shared state (one verification per batch, reason counts, metrics);
+    ``close()`` it when done. ``num_generations=None`` reads the group size off each batch."""
+    if not isinstance(env, SingleTurnEnv):
+        raise InvalidType(f"reward_funcs() needs an rlvr_gym env, got {type(env).__name__}")
+    return EnvRewards(env, num_generations=num_generations, timeout_s=timeout_s, env_label=env_label(env))
+
+
+def reward_funcs(env: SingleTurnEnv, *, timeout_s: float = 60.0) -> list[RewardFunction]:
+    """One TRL reward function per rubric component, in rubric order, for ``GRPOTrainer(reward_funcs=...)``.
+
+    Each returns the component's score per completion, or ``None`` where the verifier erred or
+    the batch overran ``timeout_s``; accuracy, reason shares, verifier errors and advantage
+    statistics go to TRL's logs through its ``log_metric`` hook. Pass :func:`reward_weights` as
+    ``GRPOConfig(reward_weights=...)`` so the weighted sum is the env's score.
+    """
+    return env_rewards(env, timeout_s=timeout_s).functions()
+
+
+def reward_weights(env: SingleTurnEnv) -> list[float]:
+    """The rubric's normalised weights, in the order of :func:`reward_funcs` (they sum to 1)."""
+    return [EnvRewards.weights_of(env)[name] for name in EnvRewards.weights_of(env)]
+
+
+def _prompt_tokens(tokenizer: Any, prompt: Any) -> int:
+    if isinstance(prompt, str):
+        return len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+    ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)
+    return len(ids["input_ids"])

@@ -1,0 +1,106 @@
+"""The public TRL adapter: what a user's own GRPOTrainer script gets from an env."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl", reason="needs rlvr-gym[trl]")
+
+import rlvr_gym as rg  # noqa: E402
+from rlvr_gym.backends.trl_adapter import dataset, env_rewards, reward_funcs, reward_weights  # noqa: E402
+from rlvr_gym.error import InvalidArgument  # noqa: E402
+from rlvr_gym.verifiers import Rubric  # noqa: E402
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_script() -> str:
+    text = README.read_text(encoding="utf-8")
+    match = re.search(r"<!-- own-trl-script -->\n```python\n(.*?)```", text, re.S)
+    assert match, "README lost its <!-- own-trl-script --> block"
+    return match.group(1)
+
+
+def _call(functions, rows, completions):
+    columns = {key: [row[key] for row in rows] for key in ("task_env", "task_split", "task_index")}
+    return [f(prompts=[row["prompt"] for row in rows], completions=completions, **columns) for f in functions]
+
+
+def test_rewards_follow_the_task_through_shuffling_and_sharding():
+    env = rg.make("arith", train_size=40)
+    rows = list(dataset(env, "train").shuffle(seed=3).shard(num_shards=2, index=1))
+    assert len(rows) == 20 and [r["task_index"] for r in rows] != sorted(r["task_index"] for r in rows)
+    completions = [
+        f"<answer>{row['task_answer']}</answer>" if i % 2 else "<answer>-1</answer>"
+        for i, row in enumerate(rows)
+    ]
+    # a second process builds its own env from the same spec: its functions must agree
+    other = rg.make(env.spec.id, train_size=40)
+    here, there = _call(reward_funcs(env), rows, completions), _call(reward_funcs(other), rows, completions)
+    assert here == there
+    correct, proximity = here
+    assert correct == [float(i % 2) for i in range(len(rows))]
+    expected = [
+        env.verify(c, env.tasks("train")[r["task_index"]]).details["scores"]
+        for c, r in zip(completions, rows, strict=True)
+    ]
+    assert proximity == [s["proximity"] for s in expected]
+    assert reward_weights(env) == pytest.approx([2 / 3, 1 / 3])
+
+
+def test_verifier_errors_are_none_and_rows_of_another_env_are_refused():
+    env = rg.make("arith")
+
+    def broken(completion, task):
+        raise RuntimeError("verifier bug")
+
+    env.rubric = Rubric({"correct": broken})
+    rows = list(dataset(env, "train").select(range(2)))
+    assert _call(reward_funcs(env), rows, ["a", "b"]) == [[None, None]]
+    gsm8k_rows = [{**row, "task_env": "gsm8k-v0"} for row in rows]
+    with pytest.raises(InvalidArgument, match="same env"):
+        _call(reward_funcs(env), gsm8k_rows, ["a", "b"])
+
+
+def test_group_size_is_read_off_the_batch():
+    env = rg.make("arith")
+    rewards = env_rewards(env)
+    rows = [row for row in dataset(env, "train").select(range(2)) for _ in range(3)]  # 2 prompts x 3
+    logged: dict[str, float] = {}
+    answers = [f"<answer>{row['task_answer']}</answer>" for row in rows]
+    completions = [answers[0], "x", "y", answers[3], answers[4], "z"]
+    columns = {key: [row[key] for row in rows] for key in ("task_env", "task_split", "task_index")}
+    rewards.functions()[0](prompts=None, completions=completions, log_metric=logged.__setitem__, **columns)
+    assert logged["accuracy"] == pytest.approx(0.5) and logged["advantage/std"] > 0
+    rewards.close()
+
+
+@pytest.mark.slow
+def test_readme_script_trains_two_steps_and_logs_each_component(warm_arith_model, tmp_path):
+    """The README's own-TRL-script block, run as written but for the model, env and size."""
+    script = readme_script()
+    replacements = {
+        'rg.make("gsm8k")': 'rg.make("arith")',  # the tiny model's tokenizer was trained on arith
+        '"Qwen/Qwen2.5-0.5B-Instruct"': repr(str(warm_arith_model)),
+        'output_dir="runs/my-gsm8k"': f"output_dir={str(tmp_path)!r}",
+        "max_steps=200,": (
+            "max_steps=2, use_cpu=True, bf16=False, per_device_train_batch_size=4, num_generations=4,"
+            " max_completion_length=8, logging_steps=1, report_to='none', save_strategy='no',"
+        ),
+    }
+    for old, new in replacements.items():
+        assert script.count(old) == 1, f"README script no longer contains {old!r}"
+        script = script.replace(old, new)
+    namespace: dict = {}
+    exec(compile(script, "README.md:own-trl-script", "exec"), namespace)  # noqa: S102 - our README
+    trainer = namespace["trainer"]
+    assert trainer.state.global_step == 2
+    logs = [row for row in trainer.state.log_history if "rewards/correct/mean" in row]
+    assert len(logs) == 2
+    for row in logs:
+        assert {"rewards/correct/mean", "rewards/proximity/mean", "accuracy", "verifier/errors"} <= row.keys()
+        weighted = 2 / 3 * row["rewards/correct/mean"] + 1 / 3 * row["rewards/proximity/mean"]
+        assert row["reward"] == pytest.approx(weighted, abs=1e-6)
