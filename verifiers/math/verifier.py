@@ -43,6 +43,7 @@ class MathVerifier:
         self.timeout = float(timeout)
         self.memory_mb = memory_mb
         self._worker: Worker | None = None
+        self.worker.spawn()  # a head start: sympy's import runs while the first answers are numbers
 
     @property
     def worker(self) -> Worker:
