@@ -52,13 +52,16 @@ class GSM8KEnv(SingleTurnEnv):
         format_weight: float = 0.2,
         last_number_fallback: bool = False,
         timeout: float = 3.0,
+        strict_answer: bool = False,
         **env_options: Any,
     ) -> None:
         super().__init__(**env_options)
         self.data_path = data_path
         self.rubric = Rubric(
             {
-                "correct": MathVerifier(last_number_fallback=last_number_fallback, timeout=timeout),
+                "correct": MathVerifier(
+                    last_number_fallback=last_number_fallback, timeout=timeout, strict=strict_answer
+                ),
                 "format": TagFormat(),
             },
             weights={"format": format_weight},

@@ -61,12 +61,13 @@ class MATH500Env(SingleTurnEnv):
         data_path: str | os.PathLike[str] | None = None,
         format_weight: float = 0.1,
         timeout: float = 3.0,
+        strict_answer: bool = False,
         **env_options: Any,
     ) -> None:
         super().__init__(**env_options)
         self.data_path = data_path
         self.rubric = Rubric(
-            {"correct": MathVerifier(timeout=timeout), "format": BoxedFormat()},
+            {"correct": MathVerifier(timeout=timeout, strict=strict_answer), "format": BoxedFormat()},
             weights={"format": format_weight},
             passed_by="correct",
         )

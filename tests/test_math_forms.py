@@ -167,6 +167,10 @@ def test_truncated_completions_are_decided_in_process(
         "Let me think. First we compute 6 * 7 = 42, and then we need to",
         "The answer is the product of the two numbers 6 and 7, which we find by",
         "<think>We have $x^2 = 49$ so $x = 7$ or",
+        "So the final answer is $\\boxed{42",
+        "So the answer is 42 +",
+        "The answer is $\\frac{3",
+        "Therefore the answer is \\[ 4",
     ):
         verdict = verifier(completion, {"answer": "42"})
         assert not verdict.passed

@@ -50,6 +50,27 @@ _PROSE = re.compile(r"[A-Za-z]{2,},?\s+[A-Za-z]{2,},?\s+[A-Za-z]{2,}")
 """Three words in a row: a sentence, not a committed answer (``the product of the numbers``)."""
 
 
+_DANGLING = re.compile(
+    r"(?:[-+*/^=,_({\[:]|\\(?:[dt]?frac|sqrt|cdot|times|div|[pm]p|le|ge|leq|geq|neq|cup|cap|text|mathrm"
+    r"|begin|left)|\\\\)\s*$|\\(?:boxed|fbox|\[|\()"
+)
+
+
+def incomplete(text: str) -> str | None:
+    """Why ``text`` (normalised) is cut off, or ``None``: decided here, never in the worker.
+
+    Unbalanced braces or brackets, a trailing operator or command, a left-over ``\\boxed`` or
+    opening delimiter: what a completion stopped mid-answer leaves behind.
+    """
+    if text.count("{") != text.count("}"):
+        return "unbalanced braces"
+    if text.count("(") + text.count("[") != text.count(")") + text.count("]"):
+        return "unbalanced brackets"
+    if _DANGLING.search(text):
+        return "ends mid-expression"
+    return None
+
+
 def last_side(pred: str) -> str:
     """The value an equation chain ends with: ``x = 5+5+1 = 11`` and ``(p,q)=(3,2)`` -> the last side.
 
@@ -143,6 +164,8 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
         return Equivalence(EQUAL if same_words else DIFFERENT, "text")
     if _PROSE.search(_TEXT_GROUP.sub(" ", pred)) and not _PROSE.search(_TEXT_GROUP.sub(" ", gold)):
         return Equivalence(INVALID, "prose", "a sentence, not a committed answer")
+    if (cut := incomplete(pred_norm)) is not None:
+        return Equivalence(INVALID, "syntax", cut)
     if (
         gold_number is not None
         and pred_number is None

@@ -22,7 +22,9 @@ class MathVerifier:
 
     Plain numbers are settled in-process (exact fractions); symbolic answers go to a warm worker
     process with a hard ``timeout`` (seconds) and ``memory_mb`` budget. The last-number fallback
-    (``last_number_fallback``) is off by default: a strict env wants a committed answer.
+    (``last_number_fallback``) is off by default: a strict env wants a committed answer; ``strict``
+    accepts only an explicit container (``<answer>``, ``\\boxed{}``, ``####``), see
+    :func:`verifiers.math.extract.extract_answer` for the order of the steps.
     ``details["path"]`` says how the verdict was reached (string, numeric, text, hedge, symbolic).
     """
 
@@ -31,6 +33,7 @@ class MathVerifier:
         answer_key: str = "answer",
         *,
         last_number_fallback: bool = False,
+        strict: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
         memory_mb: int = DEFAULT_MEMORY_MB,
     ) -> None:
@@ -40,6 +43,7 @@ class MathVerifier:
             raise InvalidArgument(f"timeout must be in (0, 60] seconds, got {timeout!r}")
         self.answer_key = answer_key
         self.last_number_fallback = bool(last_number_fallback)
+        self.strict = bool(strict)
         self.timeout = float(timeout)
         self.memory_mb = memory_mb
         self._worker: Worker | None = None
@@ -60,7 +64,9 @@ class MathVerifier:
         gold = task[self.answer_key]
         if not isinstance(gold, str | int):
             raise InvalidType(f"task[{self.answer_key!r}] must be a str or int, got {type(gold).__name__}")
-        answer = extract_answer(completion, last_number_fallback=self.last_number_fallback)
+        answer = extract_answer(
+            completion, last_number_fallback=self.last_number_fallback, strict=self.strict
+        )
         if answer is None or not answer.strip():
             return Verdict.fail(Reason.NO_ANSWER)
         if len(answer) > MAX_ANSWER_CHARS:
@@ -77,5 +83,6 @@ class MathVerifier:
     def __repr__(self) -> str:
         return (
             f"MathVerifier(answer_key={self.answer_key!r}, last_number_fallback={self.last_number_fallback}, "
+            f"strict={self.strict}, "
             f"timeout={self.timeout:g})"
         )
