@@ -41,7 +41,7 @@ class Equivalence:
 
 
 _ARITHMETIC = re.compile(r"[\d\s+\-*/().,^{}]+")
-_LABEL = re.compile(r"(?:\\?[A-Za-z]+(?:_\{?\w+\}?|')*|[\s|(),:\[\]{}])+")
+_LABEL = re.compile(r"(?:\\?[A-Za-z]++(?:_\{?\w+\}?|')*+|[\s|(),:\[\]{}])++")  # possessive: linear time
 """A name, not a value: ``x``, ``(p,q)``, ``|AB|``, ``f(x)``, ``V_1:V_2`` (no digits but subscripts)."""
 _INEQUALITY = re.compile(r"[<>!]|\\(?:le|ge|ne|lt|gt)")
 _PERCENT_SIGN = re.compile(r"%|\\text\{\s*percent\s*\}|\bpercent\b")
@@ -71,18 +71,71 @@ def incomplete(text: str) -> str | None:
     return None
 
 
-def last_side(pred: str) -> str:
-    """The value an equation chain ends with: ``x = 5+5+1 = 11`` and ``(p,q)=(3,2)`` -> the last side.
+def last_side(text: str) -> str:
+    """The value an equation chain states: ``x = 5+5+1 = 11`` and ``(p,q)=(3,2)`` -> the last side.
 
     Only when every earlier side is a label (``x``, ``(p,q)``, ``|AB|``, ``f(x)``, ``V_1:V_2``) or
-    plain arithmetic, so an equation that constrains a variable (``2x = 4``) stays whole.
+    plain arithmetic, so an equation that constrains a variable (``2x = 4``) stays whole. With
+    ``\\approx`` the exact value before it counts (``x = 1/3 \\approx 0.33`` -> ``1/3``), or the
+    approximation when only a label precedes it (``x \\approx 11`` -> ``11``).
     """
-    if _INEQUALITY.search(pred):
-        return pred
-    *earlier, last = pred.split("=")
-    if last.strip() and all(_ARITHMETIC.fullmatch(side) or _LABEL.fullmatch(side) for side in earlier):
+    if _INEQUALITY.search(text) or ("=" not in text and "\\approx" not in text):
+        return text
+    exact, _, approximate = text.partition("\\approx")
+    *earlier, last = exact.split("=")
+    if approximate and (not last.strip() or _LABEL.fullmatch(last)):
+        earlier, last = [*earlier, last], approximate.split("=")[0]
+    numeric = _ARITHMETIC.fullmatch(last) is not None  # 7 = 11a+c is an equation, x = 5+5+1 = 11 a value
+    if last.strip() and all(
+        (numeric and _ARITHMETIC.fullmatch(side)) or _LABEL.fullmatch(side) for side in earlier
+    ):
         return last.strip()
-    return pred
+    return text
+
+
+_CHAIN = re.compile(
+    r"(?P<lo>[^<>=\\|]+?)(?P<a><=|<|\\leq?|\\lt)(?P<var>[A-Za-z](?:\([A-Za-z]\))?)(?P<b><=|<|\\leq?|\\lt)(?P<hi>[^<>=|]+)"
+)
+
+
+def interval_of_chain(text: str) -> str:
+    """``-793 < a < 10`` -> ``(-793,10)`` and ``0<f(x)\\le 1`` -> ``(0,1]``: a range is an interval."""
+    match = _CHAIN.fullmatch(text)
+    if match is None:
+        return text
+    left = "(" if match.group("a") in ("<", "\\lt") else "["
+    right = ")" if match.group("b") in ("<", "\\lt") else "]"
+    return f"{left}{match.group('lo')},{match.group('hi')}{right}"
+
+
+def top_level_items(text: str) -> list[str]:
+    """``a=1,(b,c)=(2,3)`` -> ``["a=1", "(b,c)=(2,3)"]``: split at commas outside brackets."""
+    items, depth, start = [], 0, 0
+    for position, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(text[start:position])
+            start = position + 1
+    return [*items, text[start:]]
+
+
+def _labelled(items: list[str]) -> dict[str, str] | None:
+    """``{label: value}`` when every item is ``label = value`` with distinct labels, else None."""
+    pairs = {}
+    for item in items:
+        label, equals, value = item.partition("=")
+        if not equals or not _LABEL.fullmatch(label) or "=" in value or label in pairs:
+            return None
+        pairs[label.strip()] = value.strip()
+    return pairs
+
+
+def drop_labels(text: str) -> str:
+    """Each listed value without its label or working: ``x=-2, x=3`` -> ``-2,3``."""
+    return ",".join(last_side(item) for item in top_level_items(text))
 
 
 def _is_words(text: str) -> bool:
@@ -133,6 +186,18 @@ def _percent_equal(
     return bool(_PERCENT_SIGN.search(gold_raw)) and numbers_equal(gold, pred, gold_value / 100, pred_value)
 
 
+def _labelled_equal(
+    gold: dict[str, str], pred: dict[str, str], *, timeout: float, worker: object | None
+) -> Equivalence:
+    if set(gold) != set(pred):
+        return Equivalence(DIFFERENT, "labelled", "the labels differ")
+    for label, value in gold.items():
+        result = check(value, pred[label], timeout=timeout, worker=worker)
+        if result.status != EQUAL:
+            return result
+    return Equivalence(EQUAL, "labelled")
+
+
 def check(gold: str, pred: str, *, timeout: float, worker: object | None = None) -> Equivalence:
     """Compare ``pred`` with ``gold``: fast paths here, the rest in ``worker`` under ``timeout``.
 
@@ -141,8 +206,14 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
     gold_norm, pred_norm = normalize(gold), normalize(pred)
     if is_hedged(pred) and not is_hedged(gold) and not _is_several(gold_norm):
         return Equivalence(DIFFERENT, "hedge", "the answer names more than one value")
-    if "=" in pred_norm and "=" not in gold_norm:
-        pred_norm = last_side(pred_norm)
+    gold_pairs, pred_pairs = (_labelled(top_level_items(n)) for n in (gold_norm, pred_norm))
+    if gold_pairs and pred_pairs and len(gold_pairs) > 1:  # a_3 = 2, a_{37} = 19: labels must match too
+        return _labelled_equal(gold_pairs, pred_pairs, timeout=timeout, worker=worker)
+    gold_values = drop_labels(gold_norm)
+    if gold_values != gold_norm or "=" not in gold_norm:  # gold an equation (2x+4y-3=0): keep pred's
+        pred_norm = drop_labels(pred_norm)
+    gold_norm = interval_of_chain(gold_values)
+    pred_norm = interval_of_chain(pred_norm)
     if not pred_norm:
         return Equivalence(INVALID, "string", "empty answer")
     if gold_norm == pred_norm:
@@ -150,6 +221,8 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
     if len(pred_norm) > MAX_NORMALIZED_CHARS:
         return Equivalence(INVALID, "string", f"answer longer than {MAX_NORMALIZED_CHARS} characters")
     gold_number, pred_number = fast_number(gold_norm), fast_number(pred_norm)
+    if gold_number is None and pred_number is not None and (pointed := decimal_comma(gold_norm)):
+        gold_norm, gold_number = pointed, fast_number(pointed)
     if gold_number is not None and pred_number is None:
         pointed = decimal_comma(pred_norm)
         if pointed is not None:

@@ -19,16 +19,20 @@ _HASHES = re.compile(r"####\s*([^\n]*)")
 _SAYS = re.compile(r"answer(?:\*\*)?\s*(?:is|:|=)\s*:?\s*([^\n]*)", re.IGNORECASE)
 """Catches "the (final) answer is x" and "Answer: x"; starting at the literal keeps the scan fast."""
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
-_BOX_GAP = re.compile(r"[\s,;$.]*(?:(?:and|or|\\quad|\\text\{\s*(?:and|or)\s*\})[\s,;$]*)?")
+_BOX_GAP = re.compile(r"(?:[\s,;$.]|\\[()]|\\q?quad|\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b)*")
 MAX_JOINED_BOXES = 10
+MAX_JOINING_PHRASE = 40
+_JOINING_WORD = re.compile(r"\b(?:and|or)\b")
+_SEQUENCE_WORD = re.compile(r"\b(?:then|so|thus|hence|therefore|but|wait|again|instead|actually|not)\b", re.I)
 _OPENERS = re.compile(r"\$\$|\\\[|\\\(|\$|:")
 _DISPLAY = re.compile(
     r"\s*:?\s*(?:\$\$(?P<a>[^$]{1,500}?)\$\$|\\\[(?P<b>.{1,500}?)\\\]|\\\((?P<c>.{1,500}?)\\\)|\$(?P<d>[^$]{1,500}?)\$)",
     re.DOTALL,
 )
 _ANY_MATH = re.compile(
-    r"\$\$([^$]{1,500}?)\$\$|\\\[(.{1,500}?)\\\]|\\\((.{1,500}?)\\\)|\$([^$]{1,500}?)\$", re.DOTALL
+    r"\$\$([^$]{1,500}?)\$\$|\\\[((?s:.){1,500}?)\\\]|\\\((.{1,500}?)\\\)|(?<!\\)\$([^$\n]{1,500}?)(?<!\\)\$"
 )
+"""Display math may span lines; inline ``$..$`` and ``\\(..\\)`` may not (a stray ``$`` is text)."""
 _COPULA = re.compile(r"\s(?:is|are|equals|was|be)\s+(?:equal to\s+)?")
 _WORDY = re.compile(r"[A-Za-z]{2,}")
 _WORD = re.compile(r"\b[A-Za-z]{2,}\b")
@@ -72,11 +76,23 @@ def _close_of(text: str, start: int) -> int | None:
     return None
 
 
-def find_boxed(text: str) -> str | None:
+def _joins(gap: str) -> bool:
+    """Boxes side by side: only separators between them, or a short phrase with "and"/"or"."""
+    if _BOX_GAP.fullmatch(gap):
+        return True
+    return (
+        len(gap) <= MAX_JOINING_PHRASE
+        and _JOINING_WORD.search(gap) is not None
+        and _SEQUENCE_WORD.search(gap) is None  # "\\boxed{1} and then \\boxed{2}": a correction
+    )
+
+
+def find_boxed(text: str, *, join_all: bool = False) -> str | None:
     """Contents of the last ``\\boxed{...}`` with balanced braces, or ``None`` (unbalanced too).
 
     Boxes written side by side (``\\boxed{1}\\boxed{2}``, ``$\\boxed{1}$ and $\\boxed{2}$``)
-    are one answer of several values: their contents are joined with commas.
+    are one answer of several values: their contents are joined with commas. ``join_all``
+    joins every box (a reference solution's boxes are all part of the answer).
     """
     matches = list(_BOXED.finditer(text))
     if not matches:
@@ -88,9 +104,8 @@ def find_boxed(text: str) -> str | None:
     parts = [text[matches[-1].end() : close]]
     for index in range(len(matches) - 2, max(-1, len(matches) - MAX_JOINED_BOXES - 1), -1):
         earlier_close = _close_of(text, matches[index].end())
-        if earlier_close is None or not _BOX_GAP.fullmatch(
-            text, earlier_close + 1, matches[index + 1].start()
-        ):
+        gap = (earlier_close or 0) + 1, matches[index + 1].start()
+        if earlier_close is None or not (join_all or _joins(text[gap[0] : gap[1]])):
             break
         parts.append(text[matches[index].end() : earlier_close])
     return ", ".join(reversed(parts))
@@ -148,6 +163,8 @@ def whole_answer(text: str) -> str | None:
     """Step 5: a completion that is only the answer (one short line, or one display block)."""
     bare = text.strip()
     if bare and "\n" not in bare and len(bare) <= 100:
+        if (math := last_math(bare)) is not None and not _ANY_MATH.fullmatch(bare):
+            return math  # "Answer \\( 9 \\)": the math in a one-line reply
         words = _WORD.findall(_COMMAND.sub(" ", bare))
         return bare if len(words) < MAX_BARE_WORDS else None
     display = _DISPLAY.fullmatch(bare)
@@ -177,16 +194,30 @@ STEPS = (*STRICT_STEPS, answer_phrase, whole_answer)
 FALLBACK_STEPS = (last_math, last_number)
 
 
-def extract_answer(text: str, *, last_number_fallback: bool = False, strict: bool = False) -> str | None:
+def reference_answer(gold: str) -> str:
+    """The answer a gold field states: the last (adjacent) ``\\boxed{}`` of a worked solution, else the field."""
+    if "\\boxed" in gold or "\\fbox" in gold:
+        boxes = find_boxed(gold)
+        if boxes:
+            return boxes
+    return gold
+
+
+def extract_answer(
+    text: str, *, last_number_fallback: bool = False, last_math_fallback: bool = False, strict: bool = False
+) -> str | None:
     """The answer string ``text`` commits to, or ``None`` when it commits to none.
 
     The steps run in the order of :data:`STEPS` (``strict``: :data:`STRICT_STEPS` only); the
     first that finds something wins. ``last_number_fallback`` adds :data:`FALLBACK_STEPS` (the last
-    math, then the last number), which a completion cut off mid-reasoning also "has".
+    math, then the last number), which a completion cut off mid-reasoning also "has";
+    ``last_math_fallback`` adds only the last display or inline math (what Math-Verify reads).
     """
     steps = STRICT_STEPS if strict else STEPS
     if last_number_fallback and not strict:
         steps = (*steps, *FALLBACK_STEPS)
+    elif last_math_fallback and not strict:
+        steps = (*steps, last_math)
     for step in steps:
         found = step(text)
         if found is not None and found.strip():

@@ -32,7 +32,7 @@ _UNICODE = {
 _DELIMITERS = ((r"\(", r"\)"), (r"\[", r"\]"), ("$$", "$$"), ("$", "$"))
 _SPACING = re.compile(r"\\\\|\\left|\\right|\\[!,;:> ]|\\quad|\\qquad|\\displaystyle|~")
 _APPROX = re.compile(r"\\approx|\\simeq|≈")
-"""``x \\approx 11``: an approximate value is compared like the right side of ``=``."""
+"""``\\simeq`` and ``≈`` are written ``\\approx`` (see ``equivalence.last_side``)."""
 _DECIMAL_COMMA = re.compile(r"([+-]?)(?:(0),(\d+)|(\d+),(\d{1,2}|\d{4,}))")
 _EURO_THOUSANDS = re.compile(r"([+-]?\d{1,3}(?:\.\d{3})+),(\d+)")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree")
@@ -42,7 +42,11 @@ _TEXT = re.compile(
 )
 _EULER = re.compile(r"\\(?:mathrm|text|operatorname|mathit)\s*\{\s*e\s*\}")
 """``\\mathrm{e}`` is Euler's number, written upright: it becomes ``e`` (the parser's ``E``)."""
-_CONNECTIVE = re.compile(r"\\(?:text|textnormal|mbox)\s*\{\s*(?:and|or)\s*\}|\s+(?:and|or)\s+")
+_CONNECTIVE = re.compile(
+    r"\\(?:text|textnormal|mbox)\s*\{\s*(?:and|or)\s*\}|\s+(?:and|or)\s+|(?<=\))\s*(?:and|or)\s*(?=\()"
+)
+_THOUSANDS_MARK = re.compile(r"(?<=\d)(?:,\\!\s*|\{,\}\s*)(?=\d{3})")
+"""``11,\\! 111`` and ``14{,}916``: a comma written as a thousands separator on purpose."""
 """``1 \\text{ and } 2``, ``(7,11) or (11,7)``: a list of answers (a hedge when gold has one)."""
 _PERCENT = re.compile(r"\\?%")
 _CURRENCY = re.compile(r"\\\$|\$|€|£|\\euro")
@@ -132,8 +136,9 @@ def normalize(answer: str) -> str:
     text = strip_delimiters(text).rstrip(".").strip()
     text = strip_delimiters(text.strip("*").strip())  # Markdown bold, even when half of it was cut off
     text = text.replace(r"\dfrac", r"\frac").replace(r"\tfrac", r"\frac")
+    text = _THOUSANDS_MARK.sub(",", text)
     text = _SPACING.sub(lambda m: m.group() if m.group() == "\\\\" else " ", text)
-    text = _APPROX.sub("=", _EULER.sub("e", text)).replace(";", ",")
+    text = _APPROX.sub(r"\\approx ", _EULER.sub("e", text)).replace(";", ",")
     text = _CONNECTIVE.sub(",", text)
     text = _DEGREES.sub("", text)
     if "\\" in text and "{" in text:
@@ -155,8 +160,9 @@ def normalize(answer: str) -> str:
         lambda m: f"\\frac{{{m.group(1)}}}{{" if m.group(1) else f"\\frac{m.group(2)}{{{m.group(3)}}}", text
     )
     text = _SQRT_DIGIT.sub(r"\\sqrt{\1}", text)
+    grouped = _THOUSANDS.fullmatch(text.strip()) is not None  # before spaces go: "32, 349" is a list
     text = _SPACE.sub(_squeeze, text)
-    if _THOUSANDS.fullmatch(text):
+    if grouped:
         text = text.replace(",", "")
     text = _BASE_BRACES.sub(r"_\1", text)
     text = strip_group(text)

@@ -110,7 +110,17 @@ def _expand_pm(value: object) -> object:
     return value
 
 
+def _distinct(items: tuple) -> tuple:
+    """A solution listed twice is one solution: ``(3,17), (3,17)`` is ``{(3,17)}``."""
+    kept: list = []
+    for item in items[:50]:
+        if not any(same(item, other) for other in kept):
+            kept.append(item)
+    return (*kept, *items[50:])
+
+
 def _match_unordered(left: tuple, right: tuple) -> bool:
+    left, right = _distinct(left), _distinct(right)
     if len(left) != len(right):
         return False
     remaining = list(right)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rlvr_gym.error import InvalidArgument, InvalidType, RunFailed
 from rlvr_gym.verifiers.math import equivalence
 from rlvr_gym.verifiers.math.budget import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Worker, shared_worker
-from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer
+from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer, reference_answer
 from rlvr_gym.verifiers.protocol import Task
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
@@ -33,6 +33,7 @@ class MathVerifier:
         answer_key: str = "answer",
         *,
         last_number_fallback: bool = False,
+        last_math_fallback: bool = False,
         strict: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
         memory_mb: int = DEFAULT_MEMORY_MB,
@@ -44,6 +45,7 @@ class MathVerifier:
         self.answer_key = answer_key
         self.last_number_fallback = bool(last_number_fallback)
         self.strict = bool(strict)
+        self.last_math_fallback = bool(last_math_fallback)
         self.timeout = float(timeout)
         self.memory_mb = memory_mb
         self._worker: Worker | None = None
@@ -65,7 +67,10 @@ class MathVerifier:
         if not isinstance(gold, str | int):
             raise InvalidType(f"task[{self.answer_key!r}] must be a str or int, got {type(gold).__name__}")
         answer = extract_answer(
-            completion, last_number_fallback=self.last_number_fallback, strict=self.strict
+            completion,
+            last_number_fallback=self.last_number_fallback,
+            last_math_fallback=self.last_math_fallback,
+            strict=self.strict,
         )
         if answer is None or not answer.strip():
             return Verdict.fail(Reason.NO_ANSWER)
@@ -73,7 +78,9 @@ class MathVerifier:
             return Verdict.fail(
                 Reason.BAD_FORMAT, answer[:80], why=f"answer longer than {MAX_ANSWER_CHARS} chars"
             )
-        result = equivalence.check(str(gold), answer, timeout=self.timeout, worker=self.worker)
+        result = equivalence.check(
+            reference_answer(str(gold)), answer, timeout=self.timeout, worker=self.worker
+        )
         if result.status == equivalence.EQUAL:
             return Verdict.correct(answer, path=result.path)
         if result.status == equivalence.ERROR:
