@@ -190,3 +190,49 @@ def test_cold_call_counts_start_up_inside_the_budget() -> None:
         assert worker.call("x^2", "x*x", timeout=5.0).value[0] == "equal"
     finally:
         worker.close()
+
+
+def test_verifier_pickles_without_its_worker(verifier: MathVerifier) -> None:
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(verifier))
+    assert copy("\\boxed{x^2}", {"answer": "x \\cdot x"}).passed
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1000, 10**12), st.sampled_from([",", ",\\!", "{,}", "\\,", "\\;"]))
+def test_thousands_renderings_pass_and_their_near_misses_fail(
+    verifier: MathVerifier, value: int, separator: str
+) -> None:
+    grouped = f"{value:,}".replace(",", separator)
+    assert verifier(f"\\boxed{{{grouped}}}", {"answer": str(value)}).passed, grouped
+    assert not verifier(f"\\boxed{{{grouped}}}", {"answer": str(value + 1)}).passed, grouped
+    assert not verifier(f"\\boxed{{{grouped}}}", {"answer": str(value * 10)}).passed, grouped
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 99_999), st.integers(1, 99))
+def test_decimal_comma_renderings(verifier: MathVerifier, whole: int, cents: int) -> None:
+    """``2,74`` is 2.74 against a one-number gold; 2.75 and 27.4 are not."""
+    gold = f"{whole}.{cents:02d}"
+    comma = f"{whole},{cents:02d}"
+    if whole >= 1000:
+        comma = f"{whole:,}".replace(",", ".") + f",{cents:02d}"  # 1.000,99
+    assert verifier(f"\\boxed{{{comma}}}", {"answer": gold}).passed, (gold, comma)
+    other = Fraction(gold) + Fraction(1, 100)
+    assert not verifier(f"\\boxed{{{comma}}}", {"answer": str(float(other))}).passed, (other, comma)
+    assert not verifier(f"\\boxed{{{comma}}}", {"answer": str(Fraction(gold) * 10)}).passed
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(-50, 50), st.integers(1, 50), st.booleans(), st.booleans())
+def test_interval_renderings(
+    verifier: MathVerifier, low: int, width: int, lo_open: bool, hi_open: bool
+) -> None:
+    """An interval written with fractions equals its decimal rendering; a flipped end does not."""
+    lo, hi = Fraction(low, 4), Fraction(low, 4) + width
+    gold = f"{'(' if lo_open else '['}\\frac{{{lo.numerator}}}{{{lo.denominator}}}, {hi.numerator}/{hi.denominator}{')' if hi_open else ']'}"
+    same = f"{'(' if lo_open else '['}{float(lo)}, {float(hi)}{')' if hi_open else ']'}"
+    flipped = f"{'[' if lo_open else '('}{float(lo)}, {float(hi)}{')' if hi_open else ']'}"
+    assert verifier(f"\\boxed{{{same}}}", {"answer": gold}).passed, (gold, same)
+    assert not verifier(f"\\boxed{{{flipped}}}", {"answer": gold}).passed, (gold, flipped)

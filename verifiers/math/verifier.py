@@ -58,6 +58,10 @@ class MathVerifier:
             self._worker = shared_worker(equivalence.WORKER_TARGET, self.memory_mb)
         return self._worker
 
+    def __getstate__(self) -> dict:
+        """Pickles without its worker handle: the unpickled copy uses its own process's shared worker."""
+        return {**self.__dict__, "_worker": None}
+
     def warm_up(self) -> None:
         """Start the worker now, so the first symbolic check does not pay the start-up."""
         self.worker.start()
