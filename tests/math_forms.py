@@ -213,6 +213,8 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("exact", "\\sqrt{2}", "\\boxed{1.414}", F),
     ("exact", "\\sqrt{2}", "\\boxed{1.4142146}", F),
     ("exact", "\\pi", "\\boxed{3.14159}", F),
+    ("exact", "2\\sqrt{2}", "\\boxed{2.828427}", T),
+    ("exact", "2\\sqrt{2}", "\\boxed{2.828428}", F),
     ("exact", "e^2", "\\boxed{7.389056}", T),
     ("exact", "\\pi \\cdot 10^{20}", "\\boxed{\\pi \\cdot 10^{20} + 1}", F),
     ("exact", "\\frac{1}{8}", "\\boxed{0.13}", F),

@@ -62,12 +62,16 @@ def test_exact_values_have_no_tolerance(verifier: MathVerifier, gold: str, pred:
 
 
 def test_decimal_rule_is_documented_both_ways() -> None:
-    """A decimal of >= 6 places within one unit of its last place stands for a non-terminating value."""
+    """A decimal of >= 6 places, rounded or truncated, stands for a non-terminating value."""
     assert rounded_match(Fraction(1, 3), Fraction("0.333333"), 6)
     assert rounded_match(Fraction(2, 3), Fraction("0.666667"), 6)
     assert not rounded_match(Fraction(1, 3), Fraction("0.33333"), 5)  # too few places
     assert not rounded_match(Fraction(1, 8), Fraction("0.1250001"), 7)  # 1/8 terminates: exact only
     assert not rounded_match(Fraction(2, 3), Fraction("0.666665"), 6)
+    assert rounded_match(Fraction(2, 3), Fraction("0.666666"), 6)  # truncated
+    assert not rounded_match(Fraction(2, 3), Fraction("0.666668"), 6)
+    assert not rounded_match(Fraction(-2, 3), Fraction("-0.666665"), 6)
+    assert rounded_match(Fraction(-2, 3), Fraction("-0.666666"), 6)
 
 
 @pytest.mark.parametrize(
@@ -236,3 +240,8 @@ def test_interval_renderings(
     flipped = f"{'[' if lo_open else '('}{float(lo)}, {float(hi)}{')' if hi_open else ']'}"
     assert verifier(f"\\boxed{{{same}}}", {"answer": gold}).passed, (gold, same)
     assert not verifier(f"\\boxed{{{flipped}}}", {"answer": gold}).passed, (gold, flipped)
+
+
+@pytest.mark.parametrize(("gold", "pred"), [("1,5", "1.5"), ("0,5", "0.5"), ("1, 22", "1.22")])
+def test_a_gold_list_is_never_read_as_a_decimal_comma(verifier: MathVerifier, gold: str, pred: str) -> None:
+    assert not verifier(f"\\boxed{{{pred}}}", {"answer": gold}).passed

@@ -221,8 +221,8 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
     if len(pred_norm) > MAX_NORMALIZED_CHARS:
         return Equivalence(INVALID, "string", f"answer longer than {MAX_NORMALIZED_CHARS} characters")
     gold_number, pred_number = fast_number(gold_norm), fast_number(pred_norm)
-    if gold_number is None and pred_number is not None and (pointed := decimal_comma(gold_norm)):
-        gold_norm, gold_number = pointed, fast_number(pointed)
+    if gold_number is None and pred_number is not None and (pointed := decimal_comma(gold_norm, lists=True)):
+        gold_norm, gold_number = pointed, fast_number(pointed)  # only 1.000,99: a gold "1,5" may be a list
     if gold_number is not None and pred_number is None:
         pointed = decimal_comma(pred_norm)
         if pointed is not None:

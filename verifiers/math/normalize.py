@@ -197,7 +197,7 @@ def fast_number(text: str) -> Fraction | None:
     return None
 
 
-def decimal_comma(text: str) -> str | None:
+def decimal_comma(text: str, *, lists: bool = False) -> str | None:
     """A *normalised* number written with a decimal comma, rewritten with a point, or ``None``.
 
     Rules (the caller applies them only when the gold answer is one number, since ``1,2`` is
@@ -205,11 +205,12 @@ def decimal_comma(text: str) -> str | None:
     (a leading zero group cannot be a thousands group) and ``2,71828`` (four or more digits)
     are decimal commas; ``1.000,99`` is a dot-grouped thousands number with a decimal comma.
     ``1,234`` (exactly three digits after a non-zero group) stays a thousands separator: it is
-    normalised to ``1234`` before this is asked.
+    normalised to ``1234`` before this is asked. ``lists=True`` (a gold answer, where ``1,5`` may
+    be the list 1 and 5) accepts only the unambiguous ``1.000,99``.
     """
     if match := _EURO_THOUSANDS.fullmatch(text):
         return match.group(1).replace(".", "") + "." + match.group(2)
-    if match := _DECIMAL_COMMA.fullmatch(text):
+    if not lists and (match := _DECIMAL_COMMA.fullmatch(text)):
         sign, zero, zero_digits, whole, digits = match.groups()
         return f"{sign}{zero or whole}.{zero_digits or digits}"
     return None
