@@ -153,6 +153,9 @@ def test_extraction_order_and_strict_mode() -> None:
     assert extract_answer("The answer is 4.", strict=True) is None
     assert extract_answer("<answer>4</answer>", strict=True) == "4"
     assert extract_answer("Final Answer: The largest $n$ is 34.") == "34"
+    assert extract_answer("The answer is 18, which is 3 more than 15.") == "18"
+    assert extract_answer("So the answer is $\\frac{1}{2}$ because it is half.") == "$\\frac{1}{2}$"
+    assert extract_answer("The answer is 1,234 because 1,000 is too few.") == "1,234"
     assert extract_answer("So the final answer is\n\\[\n9\n\\]") == "9"
     assert extract_answer("$\\boxed{1}$ and $\\boxed{2}$") == "1, 2"
     assert extract_answer("\\boxed{1} because of the rule, so \\boxed{2}") == "2"

@@ -35,6 +35,9 @@ _ANY_MATH = re.compile(
 """Display math may span lines; inline ``$..$`` and ``\\(..\\)`` may not (a stray ``$`` is text)."""
 _COPULA = re.compile(r"\s(?:is|are|equals|was|be)\s+(?:equal to\s+)?")
 _WORDY = re.compile(r"[A-Za-z]{2,}")
+_LEADING_VALUE = re.compile(
+    r"\s*(\$?[-+]?\d(?:[\d.,/]*\d)?\$?|\$[^$]{1,100}\$)(?:,\s|\s+(?:because|since|as|which|so|for|from)\b)"
+)
 _WORD = re.compile(r"\b[A-Za-z]{2,}\b")
 _COMMAND = re.compile(r"\\[a-zA-Z]+")
 MAX_BARE_WORDS = 3
@@ -153,6 +156,8 @@ def answer_phrase(text: str) -> str | None:
         display = _DISPLAY.match(text, match.start(1))
         return _body(display) if display else None
     said = _sentence(rest)
+    if lead := _LEADING_VALUE.match(said):  # "18, which is 3 more than 15": the value comes first
+        return lead.group(1)
     copula = _last(_COPULA, said, len(said))
     if copula is not None and _WORDY.search(said[: copula.start()]):
         said = said[copula.end() :].strip()
