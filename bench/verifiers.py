@@ -12,6 +12,7 @@ the same run; the figures are verifications per second and agreement with the la
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import time
 from pathlib import Path
@@ -34,6 +35,10 @@ WRONG_FORMATS = (
     "{s}\nThe answer is $\\boxed{{{w}}}$.",
     "<think>{s}</think>\n<answer>{a} or {w}</answer>",
     "{s}\nI am not sure what the answer is.",
+    "{t}",
+    "<think>{t}",
+    "{s}\nSo the final answer is $\\boxed{{{a}",
+    "{s}\nSo the answer is {a} +",
 )
 
 
@@ -50,6 +55,10 @@ FORMAT_NAMES = (
     "wrong: \\boxed{x+1}",
     "wrong: hedged x or x+1",
     "wrong: no final answer (last line of working holds x)",
+    "wrong: cut off mid-reasoning (no answer committed)",
+    "wrong: cut off inside <think>",
+    "wrong: cut off inside the box",
+    "wrong: cut off after the answer's first term",
 )
 
 
@@ -61,7 +70,9 @@ def build_cases(data: Path, limit: int | None) -> list[tuple[str, str, bool]]:
         gold = final.strip().replace(",", "")
         steps = solution.strip().splitlines()[-1] if solution.strip() else ""
         value = int(gold)
-        fields = {"s": steps, "a": gold, "c": f"{value:,}", "w": str(value + 1)}
+        working = solution.strip()
+        truncated = working[: max(1, len(working) * 2 // 3)]  # cut before the answer is committed
+        fields = {"s": steps, "a": gold, "c": f"{value:,}", "w": str(value + 1), "t": truncated}
         cases += [(f.format(**fields), gold, True) for f in CORRECT_FORMATS]
         cases += [(f.format(**fields), gold, False) for f in WRONG_FORMATS]
     return cases
@@ -144,6 +155,46 @@ def math500_figures(data: Path) -> dict[str, str]:
     }
 
 
+def form_cases() -> list[tuple[str, str, bool]]:
+    """The answer-form table of ``tests/math_forms.py`` (written for issue 13, labels by hand)."""
+    path = Path(__file__).resolve().parents[1] / "tests" / "math_forms.py"
+    spec = importlib.util.spec_from_file_location("math_forms", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [(completion, gold, label) for _, gold, completion, label in module.CASES]
+
+
+def math500_agreement(data: Path) -> tuple[int, int, list[str]]:
+    """How often our verdict equals Math-Verify's on MATH-500 answer pairs (gold vs itself boxed,
+    its normalised form, and another problem's answer)."""
+    from math_verify import parse, verify
+
+    rows = [json.loads(line) for line in (data / "math500_test.jsonl").open()]
+    verifier = MathVerifier()
+    verifier.warm_up()
+    same = total = 0
+    differ: list[str] = []
+    for index, row in enumerate(rows):
+        gold = row["answer"]
+        other = next(
+            r["answer"] for r in rows[index + 1 :] + rows[:index] if distinct_answers(r["answer"], gold)
+        )
+        for pred in (gold, normalize(gold), other):
+            completion = f"So the answer is $\\boxed{{{pred}}}$."
+            ours_ok = verifier(completion, {"answer": gold}).passed
+            try:
+                theirs = bool(verify(parse(f"$\\boxed{{{gold}}}$"), parse(completion)))
+            except Exception:  # noqa: BLE001 - the anchor may fail on any input; count it as "no"
+                theirs = False
+            total += 1
+            same += ours_ok == theirs
+            if ours_ok != theirs:
+                differ.append(f"gold {gold!r} vs {pred!r}: ours {ours_ok}, math-verify {theirs}")
+    return same, total, differ
+
+
 def math500_cases(data: Path) -> list[tuple[str, str, bool]]:
     """MATH-500 completions: gold in \\boxed{} (correct) and another problem's answer (wrong)."""
     rows = [json.loads(line) for line in (data / "math500_test.jsonl").open()]
@@ -180,6 +231,15 @@ def main() -> None:
     for index, name in enumerate(FORMAT_NAMES):
         mine, theirs = ours_agree[index::per_row], mv_agree[index::per_row]
         print(f"  {name:<56}{sum(mine) / len(mine):>8.4f}{sum(theirs) / len(theirs):>8.4f}")
+    forms = form_cases()
+    results = compare(forms, chunks=10)
+    print(f"Answer forms of every family (tests/math_forms.py, {len(forms)} completions, labels by hand):")
+    for name, (rate, agreed) in results.items():
+        print(f"  {name:<12}{rate:>10,.0f} verif/s  agreement {sum(agreed) / len(forms):.4f}")
+    same, total, differ = math500_agreement(args.data)
+    print(f"MATH-500 verdicts equal to Math-Verify's: {same}/{total} = {same / total:.4f}")
+    for line in differ[:15]:
+        print(f"  differ: {line}")
     symbolic = math500_cases(args.data)
     results = compare(symbolic)
     print(f"MATH-500 boxed gold vs another problem's answer ({len(symbolic)} completions, symbolic path):")

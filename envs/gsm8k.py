@@ -52,6 +52,7 @@ class GSM8KEnv(SingleTurnEnv):
         format_weight: float = 0.2,
         last_number_fallback: bool = False,
         timeout: float = 3.0,
+        strict_answer: bool = False,
         **env_options: Any,
     ) -> None:
         super().__init__(**env_options)
@@ -59,7 +60,9 @@ class GSM8KEnv(SingleTurnEnv):
         self.rubric = Rubric(
             {
                 "correct": SingleAnswer(
-                    MathVerifier(last_number_fallback=last_number_fallback, timeout=timeout)
+                    MathVerifier(
+                        last_number_fallback=last_number_fallback, timeout=timeout, strict=strict_answer
+                    )
                 ),
                 "format": TagFormat(),
             },

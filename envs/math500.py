@@ -61,12 +61,19 @@ class MATH500Env(SingleTurnEnv):
         data_path: str | os.PathLike[str] | None = None,
         format_weight: float = 0.1,
         timeout: float = 3.0,
+        strict_answer: bool = False,
+        last_math_fallback: bool = True,
         **env_options: Any,
     ) -> None:
         super().__init__(**env_options)
         self.data_path = data_path
         self.rubric = Rubric(
-            {"correct": SingleAnswer(MathVerifier(timeout=timeout)), "format": BoxedFormat()},
+            {
+                "correct": SingleAnswer(
+                    MathVerifier(timeout=timeout, strict=strict_answer, last_math_fallback=last_math_fallback)
+                ),
+                "format": BoxedFormat(),
+            },
             weights={"format": format_weight},
             passed_by="correct",
         )

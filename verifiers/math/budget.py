@@ -109,6 +109,7 @@ class _Process:
         self.buffer = b""
         self.ready = False
         self.owner = os.getpid()
+        self.started = time.monotonic()
 
     def readline(self, deadline: float) -> str | None:
         """The next line, or ``None`` if none arrives before ``deadline`` (or the pipe closes)."""
@@ -130,10 +131,17 @@ class _Process:
         line, _, self.buffer = self.buffer.partition(b"\n")
         return line.decode()
 
-    def wait_ready(self) -> bool:
+    def wait_ready(self, deadline: float) -> bool:
+        """Wait for the ready line until ``deadline``; a partial line stays buffered for later."""
         if not self.ready:
-            self.ready = self.readline(time.monotonic() + STARTUP_TIMEOUT) == _READY
+            self.ready = self.readline(min(deadline, self.started + STARTUP_TIMEOUT)) == _READY
         return self.ready
+
+    def failed_to_start(self) -> bool:
+        """Dead before ready, or not ready after :data:`STARTUP_TIMEOUT`."""
+        if self.ready:
+            return False
+        return self.popen.poll() is not None or time.monotonic() - self.started > STARTUP_TIMEOUT
 
     def alive(self) -> bool:
         return self.owner == os.getpid() and self.popen.poll() is None
@@ -169,22 +177,41 @@ class Worker:
     def start(self) -> None:
         """Start the worker (and its standby) now and wait until it is ready."""
         with self._lock:
-            self._ensure()
+            if self._ensure(time.monotonic() + STARTUP_TIMEOUT) is None:
+                raise RunFailed(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
 
-    def _ensure(self) -> _Process:
-        if self._active is not None and self._active.alive():
-            return self._active
+    def spawn(self) -> None:
+        """Start the worker process now without waiting for it (a head start on sympy's import)."""
+        with self._lock:
+            if self._active is None or not self._active.alive():
+                self._promote()
+
+    def _promote(self) -> None:
+        """Make the standby (or a fresh process) the active worker, and start a new standby."""
         if self._active is not None:
             self._active.kill()
         candidate = self._standby if self._standby is not None and self._standby.alive() else None
-        self._standby = None
         self._active = candidate or _Process(self.target, self.memory_mb)
-        if not self._active.wait_ready():
-            self._active.kill()
+        self._standby = _Process(self.target, self.memory_mb)
+
+    def _ensure(self, deadline: float) -> _Process | None:
+        """The ready active worker, or ``None`` when it is still starting at ``deadline``.
+
+        Start-up counts inside the caller's budget: a cold call waits for the process only until
+        its own deadline, and the process keeps starting for the next call.
+        """
+        if self._active is None or not self._active.alive():
+            self._promote()
+        active = self._active
+        if active is None:
+            return None
+        if active.wait_ready(deadline):
+            return active
+        if active.failed_to_start():
+            active.kill()
             self._active = None
             raise RunFailed(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
-        self._standby = _Process(self.target, self.memory_mb)
-        return self._active
+        return None
 
     def call(self, *args: Any, timeout: float = DEFAULT_TIMEOUT) -> Outcome:
         """Run ``target(*args)`` in the worker; kill it if it takes longer than ``timeout``."""
@@ -196,14 +223,16 @@ class Worker:
             raise InvalidArgument(f"timeout must be a positive number of seconds, got {timeout!r}")
         payload = (json.dumps(args) + "\n").encode()
         with self._lock:
-            process = self._ensure()
             started = time.monotonic()
+            process = self._ensure(started + timeout)
+            if process is None:
+                return Outcome("timeout", "the worker was still starting", time.monotonic() - started)
             try:
                 if process.popen.stdin is None:
                     raise OSError("worker has no stdin")
                 process.popen.stdin.write(payload)
                 process.popen.stdin.flush()
-                line = process.readline(started + timeout)
+                line = process.readline(started + timeout)  # start-up time counts in the budget
             except OSError:
                 line = None
             elapsed = time.monotonic() - started

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rlvr_gym.verifiers.math.normalize import fast_number, is_hedged, normalize
+from rlvr_gym.verifiers.math.exactness import decimal_places, rounded_match
+from rlvr_gym.verifiers.math.normalize import decimal_comma, fast_number, is_hedged, normalize
 
 EQUAL, DIFFERENT, INVALID, TOO_LARGE, TIMEOUT, ERROR = (
     "equal",
@@ -24,8 +25,6 @@ EQUAL, DIFFERENT, INVALID, TOO_LARGE, TIMEOUT, ERROR = (
     "error",
 )
 MAX_NORMALIZED_CHARS = 400
-TOLERANCE = Fraction(1, 10**9)
-"""Relative tolerance for numbers; ``verifiers.math.symbolic`` uses the same (1e-9)."""
 WORKER_TARGET = "rlvr_gym.verifiers.math.symbolic:compare_symbolic"
 
 _WORDS = re.compile(r"[A-Za-z][A-Za-z ]+")
@@ -41,23 +40,162 @@ class Equivalence:
     why: str = ""
 
 
-_ARITHMETIC = re.compile(r"[\d\s+\-*/().,^{}]+|\\?[a-zA-Z]")
+_ARITHMETIC = re.compile(r"[\d\s+\-*/().,^{}]+")
+_LABEL = re.compile(r"(?:\\?[A-Za-z]++(?:_\{?\w+\}?|')*+|[\s|(),:\[\]{}])++")  # possessive: linear time
+"""A name, not a value: ``x``, ``(p,q)``, ``|AB|``, ``f(x)``, ``V_1:V_2`` (no digits but subscripts)."""
+_INEQUALITY = re.compile(r"[<>!]|\\(?:le|ge|ne|lt|gt)")
+_PERCENT_SIGN = re.compile(r"%|\\text\{\s*percent\s*\}|\bpercent\b")
+_TEXT_GROUP = re.compile(r"\\[a-zA-Z]+\s*\{[^{}]*\}")
+_PROSE = re.compile(r"[A-Za-z]{2,},?\s+[A-Za-z]{2,},?\s+[A-Za-z]{2,}")
+"""Three words in a row: a sentence, not a committed answer (``the product of the numbers``)."""
 
 
-def _result_of(pred: str) -> str:
-    """``18+2=20`` -> ``20`` and ``x=20`` -> ``20``: the value a worked equation ends with.
+_DANGLING = re.compile(
+    r"(?:[-+*/^=,_({\[:]|\\(?:[dt]?frac|sqrt|cdot|times|div|[pm]p|le|ge|leq|geq|neq|cup|cap|text|mathrm"
+    r"|begin|left)|\\\\)\s*$|\\(?:boxed|fbox|\[|\()"
+)
 
-    Only when everything left of the last ``=`` is plain arithmetic or a single variable, so a
-    real equation answer ("y=2x+3") is left whole.
+
+def incomplete(text: str) -> str | None:
+    """Why ``text`` (normalised) is cut off, or ``None``: decided here, never in the worker.
+
+    Unbalanced braces or brackets, a trailing operator or command, a left-over ``\\boxed`` or
+    opening delimiter: what a completion stopped mid-answer leaves behind.
     """
-    left, _, right = pred.rpartition("=")
-    if right and all(_ARITHMETIC.fullmatch(part) for part in left.split("=")):
-        return right
-    return pred
+    if text.count("{") != text.count("}"):
+        return "unbalanced braces"
+    if text.count("(") + text.count("[") != text.count(")") + text.count("]"):
+        return "unbalanced brackets"
+    if _DANGLING.search(text):
+        return "ends mid-expression"
+    return None
+
+
+def last_side(text: str) -> str:
+    """The value an equation chain states: ``x = 5+5+1 = 11`` and ``(p,q)=(3,2)`` -> the last side.
+
+    Only when every earlier side is a label (``x``, ``(p,q)``, ``|AB|``, ``f(x)``, ``V_1:V_2``) or
+    plain arithmetic, so an equation that constrains a variable (``2x = 4``) stays whole. With
+    ``\\approx`` the exact value before it counts (``x = 1/3 \\approx 0.33`` -> ``1/3``), or the
+    approximation when only a label precedes it (``x \\approx 11`` -> ``11``).
+    """
+    if _INEQUALITY.search(text) or ("=" not in text and "\\approx" not in text):
+        return text
+    exact, _, approximate = text.partition("\\approx")
+    *earlier, last = exact.split("=")
+    if approximate and (not last.strip() or _LABEL.fullmatch(last)):
+        earlier, last = [*earlier, last], approximate.split("=")[0]
+    numeric = _ARITHMETIC.fullmatch(last) is not None  # 7 = 11a+c is an equation, x = 5+5+1 = 11 a value
+    if last.strip() and all(
+        (numeric and _ARITHMETIC.fullmatch(side)) or _LABEL.fullmatch(side) for side in earlier
+    ):
+        return last.strip()
+    return text
+
+
+_CHAIN = re.compile(
+    r"(?P<lo>[^<>=\\|]+?)(?P<a><=|<|\\leq?|\\lt)(?P<var>[A-Za-z](?:\([A-Za-z]\))?)(?P<b><=|<|\\leq?|\\lt)(?P<hi>[^<>=|]+)"
+)
+
+
+def interval_of_chain(text: str) -> str:
+    """``-793 < a < 10`` -> ``(-793,10)`` and ``0<f(x)\\le 1`` -> ``(0,1]``: a range is an interval."""
+    match = _CHAIN.fullmatch(text)
+    if match is None:
+        return text
+    left = "(" if match.group("a") in ("<", "\\lt") else "["
+    right = ")" if match.group("b") in ("<", "\\lt") else "]"
+    return f"{left}{match.group('lo')},{match.group('hi')}{right}"
+
+
+def top_level_items(text: str) -> list[str]:
+    """``a=1,(b,c)=(2,3)`` -> ``["a=1", "(b,c)=(2,3)"]``: split at commas outside brackets."""
+    items, depth, start = [], 0, 0
+    for position, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(text[start:position])
+            start = position + 1
+    return [*items, text[start:]]
+
+
+def _labelled(items: list[str]) -> dict[str, str] | None:
+    """``{label: value}`` when every item is ``label = value`` with distinct labels, else None."""
+    pairs = {}
+    for item in items:
+        label, equals, value = item.partition("=")
+        if not equals or not _LABEL.fullmatch(label) or "=" in value or label in pairs:
+            return None
+        pairs[label.strip()] = value.strip()
+    return pairs
+
+
+def drop_labels(text: str) -> str:
+    """Each listed value without its label or working: ``x=-2, x=3`` -> ``-2,3``."""
+    return ",".join(last_side(item) for item in top_level_items(text))
 
 
 def _is_words(text: str) -> bool:
     return bool(_WORDS.fullmatch(text)) and len(text) > 1
+
+
+def _is_several(norm: str) -> bool:
+    """Gold names several values (a top-level comma list or ``\\pm``): "or"/"and" then list them."""
+    if "\\pm" in norm or "\\mp" in norm:
+        return True
+    depth = 0
+    for char in norm:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            return True
+    return False
+
+
+def numbers_equal(gold: str, pred: str, gold_value: Fraction, pred_value: Fraction) -> bool:
+    """Exact equality, or the documented decimal rule of :mod:`verifiers.math.exactness`.
+
+    ``gold``/``pred`` are the normalised strings (their written decimal places matter).
+    """
+    if gold_value == pred_value:
+        return True
+    pred_places, gold_places = decimal_places(pred), decimal_places(gold)
+    if pred_places is not None and gold_places is None:
+        return rounded_match(gold_value, pred_value, pred_places)
+    if gold_places is not None and pred_places is None:
+        return rounded_match(pred_value, gold_value, gold_places)
+    return False
+
+
+def _percent_equal(
+    gold_raw: str, pred_raw: str, gold: str, pred: str, values: tuple[Fraction, Fraction]
+) -> bool:
+    """``15\\%`` is the number 15 and also the fraction 0.15: either reading passes.
+
+    So ``15\\%`` matches gold ``15`` and gold ``0.15``; a bare ``0.15`` matches gold
+    ``15\\%`` but not gold ``15`` (no percent sign on either side: no conversion).
+    """
+    gold_value, pred_value = values
+    if _PERCENT_SIGN.search(pred_raw) and numbers_equal(gold, pred, gold_value, pred_value / 100):
+        return True
+    return bool(_PERCENT_SIGN.search(gold_raw)) and numbers_equal(gold, pred, gold_value / 100, pred_value)
+
+
+def _labelled_equal(
+    gold: dict[str, str], pred: dict[str, str], *, timeout: float, worker: object | None
+) -> Equivalence:
+    if set(gold) != set(pred):
+        return Equivalence(DIFFERENT, "labelled", "the labels differ")
+    for label, value in gold.items():
+        result = check(value, pred[label], timeout=timeout, worker=worker)
+        if result.status != EQUAL:
+            return result
+    return Equivalence(EQUAL, "labelled")
 
 
 def check(gold: str, pred: str, *, timeout: float, worker: object | None = None) -> Equivalence:
@@ -65,11 +203,17 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
 
     ``worker`` is a :class:`verifiers.math.budget.Worker` (the shared one when ``None``).
     """
-    if is_hedged(pred) and not is_hedged(gold):
-        return Equivalence(DIFFERENT, "hedge", "the answer names more than one value")
     gold_norm, pred_norm = normalize(gold), normalize(pred)
-    if "=" in pred_norm and "=" not in gold_norm:
-        pred_norm = _result_of(pred_norm)
+    if is_hedged(pred) and not is_hedged(gold) and not _is_several(gold_norm):
+        return Equivalence(DIFFERENT, "hedge", "the answer names more than one value")
+    gold_pairs, pred_pairs = (_labelled(top_level_items(n)) for n in (gold_norm, pred_norm))
+    if gold_pairs and pred_pairs and len(gold_pairs) > 1:  # a_3 = 2, a_{37} = 19: labels must match too
+        return _labelled_equal(gold_pairs, pred_pairs, timeout=timeout, worker=worker)
+    gold_values = drop_labels(gold_norm)
+    if gold_values != gold_norm or "=" not in gold_norm:  # gold an equation (2x+4y-3=0): keep pred's
+        pred_norm = drop_labels(pred_norm)
+    gold_norm = interval_of_chain(gold_values)
+    pred_norm = interval_of_chain(pred_norm)
     if not pred_norm:
         return Equivalence(INVALID, "string", "empty answer")
     if gold_norm == pred_norm:
@@ -77,13 +221,24 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
     if len(pred_norm) > MAX_NORMALIZED_CHARS:
         return Equivalence(INVALID, "string", f"answer longer than {MAX_NORMALIZED_CHARS} characters")
     gold_number, pred_number = fast_number(gold_norm), fast_number(pred_norm)
+    if gold_number is None and pred_number is not None and (pointed := decimal_comma(gold_norm, lists=True)):
+        gold_norm, gold_number = pointed, fast_number(pointed)  # only 1.000,99: a gold "1,5" may be a list
+    if gold_number is not None and pred_number is None:
+        pointed = decimal_comma(pred_norm)
+        if pointed is not None:
+            pred_norm, pred_number = pointed, fast_number(pointed)
     if gold_number is not None and pred_number is not None:
-        # The same relative tolerance as the symbolic path, so 0.3333333333333 means 1/3 on both.
-        close = abs(gold_number - pred_number) <= TOLERANCE * max(Fraction(1), abs(gold_number))
-        return Equivalence(EQUAL if close else DIFFERENT, "numeric")
+        same = numbers_equal(gold_norm, pred_norm, gold_number, pred_number) or _percent_equal(
+            gold, pred, gold_norm, pred_norm, (gold_number, pred_number)
+        )
+        return Equivalence(EQUAL if same else DIFFERENT, "numeric")
     if ("\\" not in gold_norm and _is_words(gold_norm)) or (gold_number is not None and _is_words(pred_norm)):
         same_words = gold_norm.casefold() == pred_norm.casefold()
         return Equivalence(EQUAL if same_words else DIFFERENT, "text")
+    if _PROSE.search(_TEXT_GROUP.sub(" ", pred)) and not _PROSE.search(_TEXT_GROUP.sub(" ", gold)):
+        return Equivalence(INVALID, "prose", "a sentence, not a committed answer")
+    if (cut := incomplete(pred_norm)) is not None:
+        return Equivalence(INVALID, "syntax", cut)
     if (
         gold_number is not None
         and pred_number is None
@@ -99,7 +254,9 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
         worker = shared_worker(WORKER_TARGET)
     outcome = worker.call(gold_norm, pred_norm, timeout=timeout)  # type: ignore[attr-defined]
     if outcome.status == "timeout":
-        return Equivalence(TIMEOUT, "symbolic", f"no answer within {timeout:g} s")
+        return Equivalence(
+            TIMEOUT, "symbolic", f"no answer within {timeout:g} s {outcome.value or ''}".strip()
+        )
     if outcome.status == "memory":
         return Equivalence(TOO_LARGE, "symbolic", "memory budget exceeded")
     if outcome.status != "ok":

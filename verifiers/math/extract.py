@@ -19,6 +19,29 @@ _HASHES = re.compile(r"####\s*([^\n]*)")
 _SAYS = re.compile(r"answer(?:\*\*)?\s*(?:is|:|=)\s*:?\s*([^\n]*)", re.IGNORECASE)
 """Catches "the (final) answer is x" and "Answer: x"; starting at the literal keeps the scan fast."""
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_BOX_GAP = re.compile(r"(?:[\s,;$.]|\\[()]|\\q?quad|\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b)*")
+MAX_JOINED_BOXES = 10
+MAX_JOINING_PHRASE = 40
+_JOINING_WORD = re.compile(r"\b(?:and|or)\b")
+_SEQUENCE_WORD = re.compile(r"\b(?:then|so|thus|hence|therefore|but|wait|again|instead|actually|not)\b", re.I)
+_OPENERS = re.compile(r"\$\$|\\\[|\\\(|\$|:")
+_DISPLAY = re.compile(
+    r"\s*:?\s*(?:\$\$(?P<a>[^$]{1,500}?)\$\$|\\\[(?P<b>.{1,500}?)\\\]|\\\((?P<c>.{1,500}?)\\\)|\$(?P<d>[^$]{1,500}?)\$)",
+    re.DOTALL,
+)
+_ANY_MATH = re.compile(
+    r"\$\$([^$]{1,500}?)\$\$|\\\[((?s:.){1,500}?)\\\]|\\\((.{1,500}?)\\\)|(?<!\\)\$([^$\n]{1,500}?)(?<!\\)\$"
+)
+"""Display math may span lines; inline ``$..$`` and ``\\(..\\)`` may not (a stray ``$`` is text)."""
+_COPULA = re.compile(r"\s(?:is|are|equals|was|be)\s+(?:equal to\s+)?")
+_WORDY = re.compile(r"[A-Za-z]{2,}")
+_LEADING_VALUE = re.compile(
+    r"\s*(\$?[-+]?\d(?:[\d.,/]*\d)?\$?|\$[^$]{1,100}\$)(?:,\s|\s+(?:because|since|as|which|so|for|from)\b)"
+)
+_WORD = re.compile(r"\b[A-Za-z]{2,}\b")
+_COMMAND = re.compile(r"\\[a-zA-Z]+")
+MAX_BARE_WORDS = 3
+"""A one-line completion of three or more words is a sentence (often cut off), not an answer."""
 
 
 def last_tagged(text: str, tag: str) -> str | None:
@@ -42,13 +65,8 @@ def _last(pattern: re.Pattern[str], text: str, end: int) -> re.Match[str] | None
     return last[0] if last else None
 
 
-def find_boxed(text: str) -> str | None:
-    """Contents of the last ``\\boxed{...}`` with balanced braces, or ``None`` (unbalanced too)."""
-    starts = [m.end() for m in _BOXED.finditer(text)]
-    if not starts:
-        match = _last(_BOXED_SPACE, text, len(text))
-        return match.group(1) if match else None
-    start = starts[-1]
+def _close_of(text: str, start: int) -> int | None:
+    """Index of the ``}`` closing the group opened just before ``start``, or ``None``."""
     depth = 1
     for position in range(start, len(text)):
         char = text[position]
@@ -57,8 +75,43 @@ def find_boxed(text: str) -> str | None:
         elif char == "}" and text[position - 1] != "\\":
             depth -= 1
             if depth == 0:
-                return text[start:position]
+                return position
     return None
+
+
+def _joins(gap: str) -> bool:
+    """Boxes side by side: only separators between them, or a short phrase with "and"/"or"."""
+    if _BOX_GAP.fullmatch(gap):
+        return True
+    return (
+        len(gap) <= MAX_JOINING_PHRASE
+        and _JOINING_WORD.search(gap) is not None
+        and _SEQUENCE_WORD.search(gap) is None  # "\\boxed{1} and then \\boxed{2}": a correction
+    )
+
+
+def find_boxed(text: str, *, join_all: bool = False) -> str | None:
+    """Contents of the last ``\\boxed{...}`` with balanced braces, or ``None`` (unbalanced too).
+
+    Boxes written side by side (``\\boxed{1}\\boxed{2}``, ``$\\boxed{1}$ and $\\boxed{2}$``)
+    are one answer of several values: their contents are joined with commas. ``join_all``
+    joins every box (a reference solution's boxes are all part of the answer).
+    """
+    matches = list(_BOXED.finditer(text))
+    if not matches:
+        match = _last(_BOXED_SPACE, text, len(text))
+        return match.group(1) if match else None
+    close = _close_of(text, matches[-1].end())
+    if close is None:
+        return None
+    parts = [text[matches[-1].end() : close]]
+    for index in range(len(matches) - 2, max(-1, len(matches) - MAX_JOINED_BOXES - 1), -1):
+        earlier_close = _close_of(text, matches[index].end())
+        gap = (earlier_close or 0) + 1, matches[index + 1].start()
+        if earlier_close is None or not (join_all or _joins(text[gap[0] : gap[1]])):
+            break
+        parts.append(text[matches[index].end() : earlier_close])
+    return ", ".join(reversed(parts))
 
 
 def _sentence(rest: str) -> str:
@@ -68,26 +121,110 @@ def _sentence(rest: str) -> str:
     return (match.group(1) if match else rest).strip().rstrip(".").strip()
 
 
-def extract_answer(text: str, *, last_number_fallback: bool = False) -> str | None:
-    """The answer string ``text`` commits to, or ``None`` when it commits to none."""
+def answer_tag(text: str) -> str | None:
+    """Step 1: the last ``<answer>...</answer>`` (a ``\\boxed{}`` inside it wins)."""
     inner = last_tagged(text, "answer")
-    if inner is not None:
-        inner = inner.strip()
-        return find_boxed(inner) or inner
-    boxed = find_boxed(text)
-    if boxed is not None:
-        return boxed.strip()
-    hashes = _HASHES.findall(text)
-    if hashes:
-        return hashes[-1].strip()
-    said = _SAYS.findall(text)
-    if said:
-        return _sentence(said[-1])
+    if inner is None:
+        return None
+    inner = inner.strip()
+    return find_boxed(inner) or inner
+
+
+def boxed(text: str) -> str | None:
+    """Step 2: the last ``\\boxed{...}`` (adjacent boxes joined)."""
+    found = find_boxed(text)
+    return found.strip() if found is not None else None
+
+
+def hashes(text: str) -> str | None:
+    """Step 3: GSM8K's ``#### x``."""
+    found = _HASHES.findall(text)
+    return found[-1].strip() if found else None
+
+
+def answer_phrase(text: str) -> str | None:
+    """Step 4: "the (final) answer is x", "Final Answer: ...", with the value after a last "is".
+
+    "Final Answer: The largest $n$ is 34." gives ``34``; a phrase that ends its line and is
+    followed by a display (``\\[ 9 \\]`` on the next lines) gives the display's contents.
+    """
+    match = _last(_SAYS, text, len(text))
+    if match is None:
+        return None
+    rest = match.group(1).strip()
+    if not rest or _OPENERS.fullmatch(rest):
+        display = _DISPLAY.match(text, match.start(1))
+        return _body(display) if display else None
+    said = _sentence(rest)
+    if lead := _LEADING_VALUE.match(said):  # "18, which is 3 more than 15": the value comes first
+        return lead.group(1)
+    copula = _last(_COPULA, said, len(said))
+    if copula is not None and _WORDY.search(said[: copula.start()]):
+        said = said[copula.end() :].strip()
+    return said
+
+
+def whole_answer(text: str) -> str | None:
+    """Step 5: a completion that is only the answer (one short line, or one display block)."""
     bare = text.strip()
     if bare and "\n" not in bare and len(bare) <= 100:
-        return bare
-    if last_number_fallback:
-        numbers = _NUMBER.findall(text)
-        if numbers:
-            return numbers[-1].rstrip(",")
+        if (math := last_math(bare)) is not None and not _ANY_MATH.fullmatch(bare):
+            return math  # "Answer \\( 9 \\)": the math in a one-line reply
+        words = _WORD.findall(_COMMAND.sub(" ", bare))
+        return bare if len(words) < MAX_BARE_WORDS else None
+    display = _DISPLAY.fullmatch(bare)
+    return _body(display) if display else None
+
+
+def last_math(text: str) -> str | None:
+    """Fallback step 6: the contents of the last display or inline math in the text."""
+    found = _last(_ANY_MATH, text, len(text))
+    return _body(found) if found else None
+
+
+def _body(match: re.Match[str]) -> str:
+    """The contents of whichever delimiter pair matched."""
+    return next((group for group in match.groups() if group is not None), "").strip()
+
+
+def last_number(text: str) -> str | None:
+    """Fallback step 7: the last number written anywhere."""
+    found = _last(_NUMBER, text, len(text))
+    return found.group().rstrip(",") if found else None
+
+
+STRICT_STEPS = (answer_tag, boxed, hashes)
+"""What a strict env accepts: an explicit answer container only."""
+STEPS = (*STRICT_STEPS, answer_phrase, whole_answer)
+FALLBACK_STEPS = (last_math, last_number)
+
+
+def reference_answer(gold: str) -> str:
+    """The answer a gold field states: the last (adjacent) ``\\boxed{}`` of a worked solution, else the field."""
+    if "\\boxed" in gold or "\\fbox" in gold:
+        boxes = find_boxed(gold)
+        if boxes:
+            return boxes
+    return gold
+
+
+def extract_answer(
+    text: str, *, last_number_fallback: bool = False, last_math_fallback: bool = False, strict: bool = False
+) -> str | None:
+    """The answer string ``text`` commits to, or ``None`` when it commits to none.
+
+    The steps run in the order of :data:`STEPS` (``strict``: :data:`STRICT_STEPS` only); the
+    first that finds something wins. ``last_number_fallback`` adds :data:`FALLBACK_STEPS` (the last
+    math, then the last number), which a completion cut off mid-reasoning also "has";
+    ``last_math_fallback`` adds only the last display or inline math (what Math-Verify reads).
+    """
+    steps = STRICT_STEPS if strict else STEPS
+    if last_number_fallback and not strict:
+        steps = (*steps, *FALLBACK_STEPS)
+    elif last_math_fallback and not strict:
+        steps = (*steps, last_math)
+    for step in steps:
+        found = step(text)
+        if found is not None and found.strip():
+            return found
     return None

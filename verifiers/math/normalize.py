@@ -31,14 +31,28 @@ _UNICODE = {
 }
 _DELIMITERS = ((r"\(", r"\)"), (r"\[", r"\]"), ("$$", "$$"), ("$", "$"))
 _SPACING = re.compile(r"\\\\|\\left|\\right|\\[!,;:> ]|\\quad|\\qquad|\\displaystyle|~")
+_APPROX = re.compile(r"\\approx|\\simeq|≈")
+"""``\\simeq`` and ``≈`` are written ``\\approx`` (see ``equivalence.last_side``)."""
+_DECIMAL_COMMA = re.compile(r"([+-]?)(?:(0),(\d+)|(\d+),(\d{1,2}|\d{4,}))")
+_EURO_THOUSANDS = re.compile(r"([+-]?\d{1,3}(?:\.\d{3})+),(\d+)")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree")
 _TEXT = re.compile(
-    r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}(\^\{?\d\}?)?"
+    r"\\(?:text|textnormal|textbf|textit|textrm|textsf|mathrm|mathbf|mathit|mbox|operatorname)\s*"
+    r"\{([^{}]*)\}(\^\{?\d\}?)?"
 )
+_EULER = re.compile(r"\\(?:mathrm|text|operatorname|mathit)\s*\{\s*e\s*\}")
+"""``\\mathrm{e}`` is Euler's number, written upright: it becomes ``e`` (the parser's ``E``)."""
+_CONNECTIVE = re.compile(
+    r"\\(?:text|textnormal|mbox)\s*\{\s*(?:and|or)\s*\}|\s+(?:and|or)\s+|(?<=\))\s*(?:and|or)\s*(?=\()"
+)
+_THOUSANDS_MARK = re.compile(r"(?<=\d)(?:,\\!\s*|\{,\}\s*)(?=\d{3})")
+"""``11,\\! 111`` and ``14{,}916``: a comma written as a thousands separator on purpose."""
+"""``1 \\text{ and } 2``, ``(7,11) or (11,7)``: a list of answers (a hedge when gold has one)."""
 _PERCENT = re.compile(r"\\?%")
 _CURRENCY = re.compile(r"\\\$|\$|€|£|\\euro")
 _UNIT_TAIL = re.compile(
-    r"([+-]?[\d.,]*\d\.?)\s*(?!pi\b|sqrt|e\b|i\b)[a-zA-Z][a-zA-Z .]*[a-zA-Z.](?:\^\{?\d\}?)?"
+    r"([+-]?[\d.,]*\d\.?)\s*(?:(?!pi\b|sqrt|e\b|i\b)[a-zA-Z][a-zA-Z .]*[a-zA-Z.]|\s(?:m|g|s|h|l|L))"
+    r"(?:\^?\{?[23]\}?)?"
 )
 _IN_SET = re.compile(r"^[a-zA-Z]\s*\\in\s*")
 _MIXED_SPACE = re.compile(r"^([+-]?)(\d+)\s+(\d+)\s*/\s*(\d+)$")
@@ -46,7 +60,7 @@ _MIXED_TEX = re.compile(r"^([+-]?)(\d+)\s*\\frac\s*\{?(\d+)\}?\s*\{?(\d+)\}?$")
 _FRAC_DIGITS = re.compile(r"\\frac\s*(\d)\s*(\d)")
 _FRAC_HALF = re.compile(r"\\frac\s*(\d)\s*\{|\\frac\s*(\{[^{}]*\})\s*(\d)")
 _SQRT_DIGIT = re.compile(r"\\sqrt\s*(\d)")
-_THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_THOUSANDS = re.compile(r"[+-]?(?!0)\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _BASE_BRACES = re.compile(r"_\{(\w+)\}")
 _SPACE = re.compile(r"(\\[a-zA-Z]+)?\s+(?=([a-zA-Z])?)")
 _HEDGE = re.compile(r"\bor\b|\beither\b", re.IGNORECASE)
@@ -122,7 +136,10 @@ def normalize(answer: str) -> str:
     text = strip_delimiters(text).rstrip(".").strip()
     text = strip_delimiters(text.strip("*").strip())  # Markdown bold, even when half of it was cut off
     text = text.replace(r"\dfrac", r"\frac").replace(r"\tfrac", r"\frac")
+    text = _THOUSANDS_MARK.sub(",", text)
     text = _SPACING.sub(lambda m: m.group() if m.group() == "\\\\" else " ", text)
+    text = _APPROX.sub(r"\\approx ", _EULER.sub("e", text)).replace(";", ",")
+    text = _CONNECTIVE.sub(",", text)
     text = _DEGREES.sub("", text)
     if "\\" in text and "{" in text:
         text = _drop_text(text)
@@ -143,8 +160,9 @@ def normalize(answer: str) -> str:
         lambda m: f"\\frac{{{m.group(1)}}}{{" if m.group(1) else f"\\frac{m.group(2)}{{{m.group(3)}}}", text
     )
     text = _SQRT_DIGIT.sub(r"\\sqrt{\1}", text)
+    grouped = _THOUSANDS.fullmatch(text.strip()) is not None  # before spaces go: "32, 349" is a list
     text = _SPACE.sub(_squeeze, text)
-    if _THOUSANDS.fullmatch(text):
+    if grouped:
         text = text.replace(",", "")
     text = _BASE_BRACES.sub(r"_\1", text)
     text = strip_group(text)
@@ -176,4 +194,23 @@ def fast_number(text: str) -> Fraction | None:
         if abs(exponent) > MAX_EXPONENT:
             return None
         return Fraction(match.group(1)) * Fraction(10) ** exponent
+    return None
+
+
+def decimal_comma(text: str, *, lists: bool = False) -> str | None:
+    """A *normalised* number written with a decimal comma, rewritten with a point, or ``None``.
+
+    Rules (the caller applies them only when the gold answer is one number, since ``1,2`` is
+    otherwise a list): ``2,74`` and ``3,5`` (one or two digits after the comma), ``0,111``
+    (a leading zero group cannot be a thousands group) and ``2,71828`` (four or more digits)
+    are decimal commas; ``1.000,99`` is a dot-grouped thousands number with a decimal comma.
+    ``1,234`` (exactly three digits after a non-zero group) stays a thousands separator: it is
+    normalised to ``1234`` before this is asked. ``lists=True`` (a gold answer, where ``1,5`` may
+    be the list 1 and 5) accepts only the unambiguous ``1.000,99``.
+    """
+    if match := _EURO_THOUSANDS.fullmatch(text):
+        return match.group(1).replace(".", "") + "." + match.group(2)
+    if not lists and (match := _DECIMAL_COMMA.fullmatch(text)):
+        sign, zero, zero_digits, whole, digits = match.groups()
+        return f"{sign}{zero or whole}.{zero_digits or digits}"
     return None

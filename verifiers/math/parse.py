@@ -74,7 +74,7 @@ _TOKEN = re.compile(
     r"(?P<num>\d+(?:\.\d*)?|\.\d+)"
     r"|(?P<cmd>\\(?:[a-zA-Z]+|[{}|\\]))"
     r"|(?P<letter>[a-zA-Z])"
-    r"|(?P<op>\*\*|<=|>=|!=|[-+*/^_=<>(),\[\]{}|!&])"
+    r"|(?P<op>\*\*|<=|>=|!=|[-+*/:^_=<>(),\[\]{}|!&])"
     r"|(?P<space>\s+)"
 )
 
@@ -148,9 +148,10 @@ _RELATIONS = {
     r"\gt": ">",
 }
 _TIMES = {"*", r"\cdot", r"\times"}
-_DIVIDE = {"/", r"\div"}
+_DIVIDE = {"/", r"\div", ":"}
+"""``7:32`` is a ratio: the number 7/32 (so ``14:64`` matches it too)."""
 _FRAC = {r"\frac", r"\dfrac", r"\tfrac", r"\cfrac"}
-_MATRIX_ENVS = {"pmatrix", "bmatrix", "matrix", "vmatrix", "smallmatrix"}
+_MATRIX_ENVS = {"pmatrix", "bmatrix", "matrix", "vmatrix", "smallmatrix", "array", "Bmatrix"}
 _SKIP = {r"\,", r"\!", r"\;", r"\quad", r"\qquad", r"\left", r"\right", r"\displaystyle"}
 
 
@@ -375,7 +376,7 @@ class _Parser:
             return _number(token)
         if kind == "letter":
             self.take()
-            return sympy.I if token == "i" else sympy.Symbol(token)
+            return _LETTERS.get(token) or sympy.Symbol(token)
         if token in ("(", "["):
             return self.parse_bracketed()
         if token == "{":
@@ -482,6 +483,10 @@ class _Parser:
         self.expect("}")
         if name not in _MATRIX_ENVS:
             raise ParseError(f"unknown environment {name!r}")
+        if name == "array" and self.accept("{"):  # the column spec: {cc}, {c|c}, {rl}
+            while self.peek() in ("c", "l", "r", "|"):
+                self.take()
+            self.expect("}")
         rows: list[tuple] = []
         row: list = []
         self.enter()
@@ -507,6 +512,10 @@ class _Parser:
         if len({len(r) for r in rows}) != 1:
             raise ParseError("ragged matrix")
         return Matrix(tuple(rows))
+
+
+_LETTERS = {"i": sympy.I, "e": sympy.E}
+"""``i`` is the imaginary unit and ``e`` Euler's number (``\\mathrm{e}`` is normalised to ``e``)."""
 
 
 def _number(token: str) -> sympy.Rational:

@@ -10,9 +10,12 @@ lists in any order, intervals with their open/closed ends, unions, matrices, and
 from __future__ import annotations
 
 import random
+from fractions import Fraction
 
 import sympy
+from sympy.core.evalf import PrecisionExhausted
 
+from rlvr_gym.verifiers.math.exactness import decimal_places, rounded_match
 from rlvr_gym.verifiers.math.parse import (
     PM,
     Interval,
@@ -22,17 +25,34 @@ from rlvr_gym.verifiers.math.parse import (
     Relation,
     TooLarge,
     Union,
+    is_finite_number,
     parse,
 )
 
 EQUAL, DIFFERENT, INVALID, TOO_LARGE = "equal", "different", "invalid", "too_large"
-TOLERANCE = 1e-9
+_EXACT_DIGITS = 300
+"""Working digits sympy's ``evalf`` may use to certify a difference ``simplify`` left: it adapts
+its precision to cancellation, so a true difference of ``1`` next to ``10^{20}\\pi`` shows, and
+a difference it cannot resolve within these digits (a zero simplify missed) is counted as zero."""
 
 
-def _numeric_close(a: sympy.Expr, b: sympy.Expr) -> bool:
-    difference = complex(sympy.N(a - b, 30))
-    scale = max(1.0, abs(complex(sympy.N(a, 30))))
-    return abs(difference) <= TOLERANCE * scale
+def _constants_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """Exact constants compare exactly: no relative tolerance (``10^{20}`` is not ``10^{20}+1``)."""
+    if a.is_Rational and b.is_Rational:
+        return bool(a == b)
+    difference = sympy.simplify(a - b)
+    if difference == 0:
+        return True
+    if difference.is_Rational:
+        return False
+    try:  # strict: sympy certifies a non-zero difference to 15 digits, or gives up
+        value = sympy.N(difference, 15, maxn=_EXACT_DIGITS, strict=True)
+    except PrecisionExhausted:
+        # No certified difference within the digits allowed: a zero ``simplify`` missed, when
+        # both sides also agree to 20 digits evaluated on their own (``\\sin(10^{100})`` vs 7 do not).
+        first, second = (sympy.N(side, 30) for side in (a, b))
+        return bool(abs(first - second) <= sympy.Float("1e-20", 30) * max(1, abs(first)))
+    return bool(value == 0)
 
 
 def _scalars_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
@@ -41,20 +61,37 @@ def _scalars_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
     if a.has(sympy.oo, -sympy.oo) or b.has(sympy.oo, -sympy.oo):
         return False
     free = (a.free_symbols | b.free_symbols) - {PM}
-    difference = sympy.simplify(a - b)
-    if difference == 0:
-        return True
     if not free:
-        return _numeric_close(a, b)
+        return _constants_equal(a, b)
+    if sympy.simplify(a - b) == 0:
+        return True
     rng = random.Random(0)
-    for _ in range(3):
+    for _ in range(3):  # exact values at rational points: x^{20}+1 differs from x^{20} everywhere
         point = {s: sympy.Rational(rng.randint(2, 97), rng.randint(2, 13)) for s in free}
         try:
-            if not _numeric_close(a.subs(point), b.subs(point)):
+            if not _constants_equal(a.subs(point), b.subs(point)):
                 return False
         except (TypeError, ValueError, ZeroDivisionError):
             return False
     return True
+
+
+def _decimal_stands_for(exact_text: str, decimal_text: str) -> bool | None:
+    """The rule of :mod:`verifiers.math.exactness` for a written decimal vs an exact constant.
+
+    ``None`` when it does not apply (neither side a lone decimal, or the other not a constant).
+    """
+    places = decimal_places(decimal_text)
+    if places is None or decimal_places(exact_text) is not None:
+        return None
+    try:
+        exact = parse(exact_text)
+    except ParseError:
+        return None
+    if not is_finite_number(exact) or not exact.is_real:
+        return None
+    approximation = sympy.N(exact, places + 30)
+    return rounded_match(Fraction(str(approximation)), Fraction(decimal_text), places)
 
 
 def _expand_pm(value: object) -> object:
@@ -73,7 +110,17 @@ def _expand_pm(value: object) -> object:
     return value
 
 
+def _distinct(items: tuple) -> tuple:
+    """A solution listed twice is one solution: ``(3,17), (3,17)`` is ``{(3,17)}``."""
+    kept: list = []
+    for item in items[:50]:
+        if not any(same(item, other) for other in kept):
+            kept.append(item)
+    return (*kept, *items[50:])
+
+
 def _match_unordered(left: tuple, right: tuple) -> bool:
+    left, right = _distinct(left), _distinct(right)
     if len(left) != len(right):
         return False
     remaining = list(right)
@@ -137,6 +184,13 @@ def same(a: object, b: object) -> bool:
 
 def compare_symbolic(gold: str, pred: str) -> list[str]:
     """Worker entry point: ``[status, why]`` for two normalised answers. Runs under the budget."""
+    for exact_text, decimal_text in ((gold, pred), (pred, gold)):
+        try:
+            rounded = _decimal_stands_for(exact_text, decimal_text)
+        except (TypeError, ValueError, ArithmeticError):
+            rounded = None
+        if rounded is not None:
+            return [EQUAL, "a decimal of the exact value"] if rounded else [DIFFERENT, ""]
     try:
         gold_value = parse(gold)
     except ParseError as exc:

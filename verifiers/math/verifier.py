@@ -7,7 +7,7 @@ from typing import Any
 from rlvr_gym.error import InvalidArgument, InvalidType, RunFailed
 from rlvr_gym.verifiers.math import equivalence
 from rlvr_gym.verifiers.math.budget import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Worker, shared_worker
-from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer
+from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer, reference_answer
 from rlvr_gym.verifiers.protocol import Task
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
@@ -24,7 +24,9 @@ class MathVerifier:
 
     Plain numbers are settled in-process (exact fractions); symbolic answers go to a warm worker
     process with a hard ``timeout`` (seconds) and ``memory_mb`` budget. The last-number fallback
-    (``last_number_fallback``) is off by default: a strict env wants a committed answer.
+    (``last_number_fallback``) is off by default: a strict env wants a committed answer; ``strict``
+    accepts only an explicit container (``<answer>``, ``\\boxed{}``, ``####``), see
+    :func:`verifiers.math.extract.extract_answer` for the order of the steps.
     ``details["path"]`` says how the verdict was reached (string, numeric, text, hedge, symbolic).
     """
 
@@ -33,6 +35,8 @@ class MathVerifier:
         answer_key: str = "answer",
         *,
         last_number_fallback: bool = False,
+        last_math_fallback: bool = False,
+        strict: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
         memory_mb: int = DEFAULT_MEMORY_MB,
     ) -> None:
@@ -42,9 +46,12 @@ class MathVerifier:
             raise InvalidArgument(f"timeout must be in (0, 60] seconds, got {timeout!r}")
         self.answer_key = answer_key
         self.last_number_fallback = bool(last_number_fallback)
+        self.strict = bool(strict)
+        self.last_math_fallback = bool(last_math_fallback)
         self.timeout = float(timeout)
         self.memory_mb = memory_mb
         self._worker: Worker | None = None
+        self.worker.spawn()  # a head start: sympy's import runs while the first answers are numbers
 
     @property
     def worker(self) -> Worker:
@@ -70,14 +77,21 @@ class MathVerifier:
         gold = task[self.answer_key]
         if not isinstance(gold, str | int):
             raise InvalidType(f"task[{self.answer_key!r}] must be a str or int, got {type(gold).__name__}")
-        answer = extract_answer(completion, last_number_fallback=self.last_number_fallback)
+        answer = extract_answer(
+            completion,
+            last_number_fallback=self.last_number_fallback,
+            last_math_fallback=self.last_math_fallback,
+            strict=self.strict,
+        )
         if answer is None or not answer.strip():
             return Verdict.fail(Reason.NO_ANSWER)
         if len(answer) > MAX_ANSWER_CHARS:
             return Verdict.fail(
                 Reason.BAD_FORMAT, answer[:80], why=f"answer longer than {MAX_ANSWER_CHARS} chars"
             )
-        result = equivalence.check(str(gold), answer, timeout=self.timeout, worker=self.worker)
+        result = equivalence.check(
+            reference_answer(str(gold)), answer, timeout=self.timeout, worker=self.worker
+        )
         if result.status == equivalence.EQUAL:
             return Verdict.correct(answer, path=result.path)
         if result.status == equivalence.ERROR:
@@ -87,5 +101,6 @@ class MathVerifier:
     def __repr__(self) -> str:
         return (
             f"MathVerifier(answer_key={self.answer_key!r}, last_number_fallback={self.last_number_fallback}, "
+            f"strict={self.strict}, "
             f"timeout={self.timeout:g})"
         )

@@ -1,0 +1,250 @@
+"""Issue 13: every answer-form family a grader meets, exactness, and near misses that never pass."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from rlvr_gym.verifiers.math import MathVerifier, extract_answer
+from rlvr_gym.verifiers.math.budget import Worker
+from rlvr_gym.verifiers.math.equivalence import check
+from rlvr_gym.verifiers.math.exactness import rounded_match
+from tests.math_forms import CASES
+
+FAMILIES = sorted({family for family, *_ in CASES})
+
+
+@pytest.fixture(scope="module")
+def verifier() -> MathVerifier:
+    v = MathVerifier(timeout=3.0)
+    v.warm_up()
+    return v
+
+
+def test_every_family_has_passing_and_failing_cases() -> None:
+    """The table is not one-sided: each family holds renderings that pass and near misses that fail."""
+    for family in FAMILIES:
+        labels = {label for name, _, _, label in CASES if name == family}
+        assert labels == {True, False} or family == "none", family
+    assert len(FAMILIES) >= 15 and len(CASES) >= 140
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_answer_form_family(verifier: MathVerifier, family: str) -> None:
+    """Each case of the family gets the verdict a careful grader gives (one test per family)."""
+    wrong = []
+    for _, gold, completion, label in (case for case in CASES if case[0] == family):
+        verdict = verifier(completion, {"answer": gold})
+        if verdict.passed != label:
+            wrong.append((gold, completion, label, verdict.reason.value, verdict.answer))
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred"),
+    [
+        ("1000000001", "1000000000"),
+        ("123456789012", "123456789000"),
+        ("10^{20}+1", "10^{20}"),
+        ("0", "10^{-400}"),
+        ("0", "\\sqrt{2} \\cdot 10^{-300}"),
+        ("x^{20}+1", "x^{20}"),
+        ("\\pi \\cdot 10^{20}", "\\pi \\cdot 10^{20} + 1"),
+        ("\\sin(10^{100})", "7"),
+    ],
+)
+def test_exact_values_have_no_tolerance(verifier: MathVerifier, gold: str, pred: str) -> None:
+    verdict = verifier(f"\\boxed{{{pred}}}", {"answer": gold})
+    assert not verdict.passed, verdict
+
+
+def test_decimal_rule_is_documented_both_ways() -> None:
+    """A decimal of >= 6 places, rounded or truncated, stands for a non-terminating value."""
+    assert rounded_match(Fraction(1, 3), Fraction("0.333333"), 6)
+    assert rounded_match(Fraction(2, 3), Fraction("0.666667"), 6)
+    assert not rounded_match(Fraction(1, 3), Fraction("0.33333"), 5)  # too few places
+    assert not rounded_match(Fraction(1, 8), Fraction("0.1250001"), 7)  # 1/8 terminates: exact only
+    assert not rounded_match(Fraction(2, 3), Fraction("0.666665"), 6)
+    assert rounded_match(Fraction(2, 3), Fraction("0.666666"), 6)  # truncated
+    assert not rounded_match(Fraction(2, 3), Fraction("0.666668"), 6)
+    assert not rounded_match(Fraction(-2, 3), Fraction("-0.666665"), 6)
+    assert rounded_match(Fraction(-2, 3), Fraction("-0.666666"), 6)
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred", "same"),
+    [
+        ("2.74", "2,74", True),  # one or two digits after a comma: a decimal comma
+        ("0.111", "0,111", True),  # a leading zero group is never a thousands group
+        ("1000.99", "1.000,99", True),  # dot-grouped thousands, decimal comma
+        ("1234", "1,234", True),  # three digits after a non-zero group: thousands
+        ("1.234", "1,234", False),
+        ("2, 74", "2,74", True),  # a gold list makes the comma a separator
+    ],
+)
+def test_decimal_comma_rules(gold: str, pred: str, same: bool) -> None:
+    result = check(gold, pred, timeout=3.0)
+    assert (result.status == "equal") is same, result
+
+
+def _near_misses(value: int) -> list[int]:
+    text = str(abs(value))
+    changed = [int(text[:i] + str((int(text[i]) + 1) % 10) + text[i + 1 :]) for i in range(len(text))]
+    return [value + 1, value - 1, -value, value * 10, *(c if value >= 0 else -c for c in changed)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(-(10**30), 10**30))
+@example(1000000001)
+@example(123456789012)
+def test_integer_near_misses_never_pass(verifier: MathVerifier, value: int) -> None:
+    """Off by one, sign flip, one digit changed, x10: wrong in every rendering we accept."""
+    gold = str(value)
+    assert verifier(f"\\boxed{{{value}}}", {"answer": gold}).passed
+    for miss in _near_misses(value):
+        if miss == value:
+            continue
+        for rendering in (
+            f"\\boxed{{{miss}}}",
+            f"The answer is {miss}.",
+            f"#### {miss}",
+            f"\\boxed{{{miss}.0}}",
+        ):
+            verdict = verifier(rendering, {"answer": gold})
+            assert not verdict.passed, (gold, rendering, verdict)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(-999, 999), st.integers(2, 97))
+def test_fraction_near_misses_never_pass(verifier: MathVerifier, numerator: int, denominator: int) -> None:
+    gold = Fraction(numerator, denominator)
+    text = f"\\frac{{{gold.numerator}}}{{{gold.denominator}}}"
+    misses = {gold + 1, gold - 1, -gold, gold * 10, gold + Fraction(1, gold.denominator * 1000)} - {gold}
+    for miss in misses:
+        rendering = f"\\boxed{{\\frac{{{miss.numerator}}}{{{miss.denominator}}}}}"
+        assert not verifier(rendering, {"answer": text}).passed, (text, rendering)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 50), st.integers(2, 40))
+def test_symbolic_near_misses_never_pass(verifier: MathVerifier, coefficient: int, power: int) -> None:
+    """Exact symbolic forms (powers of ten, radicals) off by one unit never pass."""
+    gold = f"{coefficient}\\sqrt{{2}} + 10^{{{power}}}"
+    assert verifier(f"\\boxed{{10^{{{power}}} + \\sqrt{{{2 * coefficient**2}}}}}", {"answer": gold}).passed
+    for miss in (
+        f"{coefficient}\\sqrt{{2}} + 10^{{{power}}} + 1",
+        f"{coefficient}\\sqrt{{2}} + 10^{{{power + 1}}}",
+        f"{coefficient}\\sqrt{{3}} + 10^{{{power}}}",
+        f"-{coefficient}\\sqrt{{2}} + 10^{{{power}}}",
+    ):
+        assert not verifier(f"\\boxed{{{miss}}}", {"answer": gold}).passed, (gold, miss)
+
+
+def test_extraction_order_and_strict_mode() -> None:
+    text = "We get $x=3$.\nThe answer is 4.\n\\boxed{5}"
+    assert extract_answer(text) == "5"
+    assert extract_answer("Working 6 * 7 = 42 and then") is None
+    assert (
+        extract_answer("Working: $6 \\cdot 7 = 42$ and then", last_number_fallback=True) == "6 \\cdot 7 = 42"
+    )
+    assert extract_answer("The answer is 4.", strict=True) is None
+    assert extract_answer("<answer>4</answer>", strict=True) == "4"
+    assert extract_answer("Final Answer: The largest $n$ is 34.") == "34"
+    assert extract_answer("The answer is 18, which is 3 more than 15.") == "18"
+    assert extract_answer("So the answer is $\\frac{1}{2}$ because it is half.") == "$\\frac{1}{2}$"
+    assert extract_answer("The answer is 1,234 because 1,000 is too few.") == "1,234"
+    assert extract_answer("So the final answer is\n\\[\n9\n\\]") == "9"
+    assert extract_answer("$\\boxed{1}$ and $\\boxed{2}$") == "1, 2"
+    assert extract_answer("\\boxed{1} because of the rule, so \\boxed{2}") == "2"
+
+
+def test_truncated_completions_are_decided_in_process(
+    verifier: MathVerifier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No committed answer never reaches the symbolic worker."""
+
+    def forbidden(self: Worker, *args: object, **kwargs: object) -> None:
+        raise AssertionError("the worker was consulted")
+
+    monkeypatch.setattr(Worker, "call", forbidden)
+    for completion in (
+        "Let me think. First we compute 6 * 7 = 42, and then we need to",
+        "The answer is the product of the two numbers 6 and 7, which we find by",
+        "<think>We have $x^2 = 49$ so $x = 7$ or",
+        "So the final answer is $\\boxed{42",
+        "So the answer is 42 +",
+        "The answer is $\\frac{3",
+        "Therefore the answer is \\[ 4",
+    ):
+        verdict = verifier(completion, {"answer": "42"})
+        assert not verdict.passed
+
+
+def test_cold_call_counts_start_up_inside_the_budget() -> None:
+    """A fresh worker whose start-up exceeds the budget answers ``timeout`` within budget + 0.5 s."""
+    import time
+
+    worker = Worker("rlvr_gym.verifiers.math.symbolic:compare_symbolic")
+    try:
+        started = time.perf_counter()
+        outcome = worker.call("x^2", "x*x", timeout=0.05)
+        assert time.perf_counter() - started < 0.55
+        assert outcome.status in ("timeout", "ok")
+        worker.start()
+        assert worker.call("x^2", "x*x", timeout=5.0).value[0] == "equal"
+    finally:
+        worker.close()
+
+
+def test_verifier_pickles_without_its_worker(verifier: MathVerifier) -> None:
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(verifier))
+    assert copy("\\boxed{x^2}", {"answer": "x \\cdot x"}).passed
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1000, 10**12), st.sampled_from([",", ",\\!", "{,}", "\\,", "\\;"]))
+def test_thousands_renderings_pass_and_their_near_misses_fail(
+    verifier: MathVerifier, value: int, separator: str
+) -> None:
+    grouped = f"{value:,}".replace(",", separator)
+    assert verifier(f"\\boxed{{{grouped}}}", {"answer": str(value)}).passed, grouped
+    assert not verifier(f"\\boxed{{{grouped}}}", {"answer": str(value + 1)}).passed, grouped
+    assert not verifier(f"\\boxed{{{grouped}}}", {"answer": str(value * 10)}).passed, grouped
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 99_999), st.integers(1, 99))
+def test_decimal_comma_renderings(verifier: MathVerifier, whole: int, cents: int) -> None:
+    """``2,74`` is 2.74 against a one-number gold; 2.75 and 27.4 are not."""
+    gold = f"{whole}.{cents:02d}"
+    comma = f"{whole},{cents:02d}"
+    if whole >= 1000:
+        comma = f"{whole:,}".replace(",", ".") + f",{cents:02d}"  # 1.000,99
+    assert verifier(f"\\boxed{{{comma}}}", {"answer": gold}).passed, (gold, comma)
+    other = Fraction(gold) + Fraction(1, 100)
+    assert not verifier(f"\\boxed{{{comma}}}", {"answer": str(float(other))}).passed, (other, comma)
+    assert not verifier(f"\\boxed{{{comma}}}", {"answer": str(Fraction(gold) * 10)}).passed
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(-50, 50), st.integers(1, 50), st.booleans(), st.booleans())
+def test_interval_renderings(
+    verifier: MathVerifier, low: int, width: int, lo_open: bool, hi_open: bool
+) -> None:
+    """An interval written with fractions equals its decimal rendering; a flipped end does not."""
+    lo, hi = Fraction(low, 4), Fraction(low, 4) + width
+    gold = f"{'(' if lo_open else '['}\\frac{{{lo.numerator}}}{{{lo.denominator}}}, {hi.numerator}/{hi.denominator}{')' if hi_open else ']'}"
+    same = f"{'(' if lo_open else '['}{float(lo)}, {float(hi)}{')' if hi_open else ']'}"
+    flipped = f"{'[' if lo_open else '('}{float(lo)}, {float(hi)}{')' if hi_open else ']'}"
+    assert verifier(f"\\boxed{{{same}}}", {"answer": gold}).passed, (gold, same)
+    assert not verifier(f"\\boxed{{{flipped}}}", {"answer": gold}).passed, (gold, flipped)
+
+
+@pytest.mark.parametrize(("gold", "pred"), [("1,5", "1.5"), ("0,5", "0.5"), ("1, 22", "1.22")])
+def test_a_gold_list_is_never_read_as_a_decimal_comma(verifier: MathVerifier, gold: str, pred: str) -> None:
+    assert not verifier(f"\\boxed{{{pred}}}", {"answer": gold}).passed

@@ -1,0 +1,45 @@
+"""When may a written decimal stand for an exact value? The one documented tolerance rule.
+
+Exact values (integers, fractions, radicals, ``\\pi``...) compare exactly: ``10^{20}`` is not
+``10^{20}+1`` and ``10^{-400}`` is not ``0``. A tolerance exists only for a *written decimal*
+standing for an exact value whose decimal expansion does not stop within the digits written
+(``0.333333`` for ``\\frac{1}{3}``, ``1.4142136`` for ``\\sqrt{2}``): the decimal must show at
+least :data:`MIN_PLACES` places (as Math-Verify's ``float_rounding=6``) and be the value rounded
+(within half a unit of its last place) or truncated to those places (so ``0.666667`` and
+``0.666666`` pass for ``\\frac{2}{3}``; ``0.333``, ``3.14159``, ``0.666668`` and ``2.828428`` for
+``2\\sqrt{2}`` do not). Two written decimals, or a decimal and a value whose expansion stops
+(``\\frac{1}{8}`` vs ``0.13``), compare exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+MIN_PLACES = 6
+_DECIMAL_LITERAL = re.compile(r"[+-]?\d*\.(\d+)")
+
+
+def decimal_places(text: str) -> int | None:
+    """Places after the point when ``text`` is one plain decimal literal (``-0.3333``), else None."""
+    match = _DECIMAL_LITERAL.fullmatch(text)
+    return len(match.group(1)) if match else None
+
+
+def terminates_within(value: Fraction, places: int) -> bool:
+    """True when ``value`` is exactly a decimal with at most ``places`` places."""
+    return (value * 10**places).denominator == 1
+
+
+def rounded_match(exact: Fraction, written: Fraction, places: int) -> bool:
+    """``written`` (a decimal of ``places`` places) stands for the non-terminating ``exact``."""
+    if places < MIN_PLACES or terminates_within(exact, places):
+        return False
+    unit = Fraction(1, 10**places)
+    scaled = exact * 10**places
+    truncated = Fraction(math.floor(scaled) if scaled >= 0 else math.ceil(scaled)) * unit
+    return abs(exact - written) <= unit / 2 or written == truncated
+
+
+__all__ = ["MIN_PLACES", "decimal_places", "rounded_match", "terminates_within"]
