@@ -21,8 +21,8 @@ from dataclasses import asdict
 from typing import Any
 
 from rlvr_gym.verifiers.code import policy
-from rlvr_gym.verifiers.code.codec import ChannelClosed, FrameReader, write_frame
-from rlvr_gym.verifiers.code.harness import InvalidTests, Session, judge, mode_of, validate_tests
+from rlvr_gym.verifiers.code.codec import ChannelClosed, FrameReader, dumps, write_frame
+from rlvr_gym.verifiers.code.harness import InvalidTests, Session, judge, mode_of, plan_ahead, validate_tests
 from rlvr_gym.verifiers.code.runner import serve
 from rlvr_gym.verifiers.code.sandbox import (
     PR_SET_CHILD_SUBREAPER,
@@ -73,9 +73,10 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
         os.chown(workdir, uid, uid)
     deadline = time.monotonic() + limits.wall_s
     block_sockets = isolation.network.startswith("socket")
+    ahead = [dumps(request) for request in plan_ahead(spec)]
     sandbox = spawn(
         lambda request_fd, reply_fd: serve(
-            compiled.code, make_globals, mode_of(spec), limits.output_bytes, request_fd, reply_fd
+            compiled.code, make_globals, mode_of(spec), limits.output_bytes, request_fd, reply_fd, ahead
         ),
         limits,
         workdir,
@@ -84,7 +85,7 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
         init=isolation.pid_namespace,
     )
     try:
-        outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline))
+        outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline, ahead))
     finally:
         status = sandbox.close()
         shutil.rmtree(workdir, ignore_errors=True)
