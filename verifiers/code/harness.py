@@ -380,6 +380,9 @@ def mode_of(spec: Mapping[str, Any]) -> str:
     return "script" if spec["kind"] == "stdio" else "module"
 
 
+_ALARM_SET = False
+
+
 def _on_alarm(signum: int, frame: object) -> None:
     raise JudgeTimeout
 
@@ -387,8 +390,10 @@ def _on_alarm(signum: int, frame: object) -> None:
 def judge(spec: Mapping[str, Any], session: Session) -> Outcome:
     """Run every case of ``spec`` against the sandbox behind ``session`` before its deadline."""
     outcome = Outcome(total=len(spec["cases"]))
-    if signal.getsignal(signal.SIGALRM) is not _on_alarm:
+    global _ALARM_SET
+    if not _ALARM_SET:  # once per process (signal.getsignal costs an enum lookup per call)
         signal.signal(signal.SIGALRM, _on_alarm)
+        _ALARM_SET = True
     try:
         signal.setitimer(signal.ITIMER_REAL, max(1e-3, session.deadline - time.monotonic()))
         try:

@@ -68,8 +68,8 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
         }
     make_globals = policy.prepared_globals if restricted else policy.plain_globals
     uid = sandbox_uid(isolation)
-    workdir = tempfile.mkdtemp(prefix="sandbox-")
-    if uid is not None:
+    workdir = isolation.workdir or tempfile.mkdtemp(prefix="sandbox-")
+    if uid is not None and not isolation.workdir:
         os.chown(workdir, uid, uid)
     deadline = time.monotonic() + limits.wall_s
     block_sockets = isolation.network.startswith("socket")
@@ -88,7 +88,8 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
         outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline, ahead))
     finally:
         status = sandbox.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        if not isolation.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
         wipe_private_dirs(isolation)
     return {"status": "ran", **asdict(outcome), "exit_status": status}
 
