@@ -22,7 +22,7 @@ from typing import Any
 
 from rlvr_gym.error import NotAvailable
 from rlvr_gym.verifiers.code.codec import ChannelClosed, ChannelTimeout, CodecError, FrameReader, write_frame
-from rlvr_gym.verifiers.code.sandbox import UID_BASE, Limits
+from rlvr_gym.verifiers.code.sandbox import NO_NAMESPACES_ENV, UID_BASE, Limits
 
 GRACE_S = 10.0
 RECOVER_S = 2.0
@@ -36,11 +36,18 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def worker_environment() -> dict[str, str]:
-    """A minimal environment for workers: no host secrets to inherit, little for children to scrub."""
-    env = {
-        name: os.environ[name] for name in ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED") if name in os.environ
-    }
+def worker_environment(namespaces: bool | None = None) -> dict[str, str]:
+    """A minimal environment for workers: no host secrets to inherit, little for children to scrub.
+
+    ``namespaces=False`` makes the workers build their walls without namespaces (the Landlock
+    fallback); ``None`` passes :data:`NO_NAMESPACES_ENV` through from this process.
+    """
+    names = ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED", NO_NAMESPACES_ENV)
+    env = {name: os.environ[name] for name in names if name in os.environ}
+    if namespaces is not None:
+        env.pop(NO_NAMESPACES_ENV, None)
+        if not namespaces:
+            env[NO_NAMESPACES_ENV] = "1"
     # rlvr_gym comes from the installed distribution (an editable install's finder included);
     # the caller's PYTHONPATH passes through, nothing of its working directory does.
     if os.environ.get("PYTHONPATH"):
@@ -51,8 +58,8 @@ def worker_environment() -> dict[str, str]:
 class _Worker:
     """One worker process and its pipes."""
 
-    def __init__(self) -> None:
-        env = worker_environment()
+    def __init__(self, namespaces: bool | None = None) -> None:
+        env = worker_environment(namespaces)
         self.process = subprocess.Popen(
             [sys.executable, "-P", "-m", "rlvr_gym.verifiers.code.worker"],
             stdin=subprocess.PIPE,
@@ -106,11 +113,18 @@ class _Worker:
 
 
 class SandboxPool:
-    """Runs sandbox jobs on ``workers`` warm worker processes (started on first use)."""
+    """Runs sandbox jobs on ``workers`` warm worker processes (started on first use).
 
-    def __init__(self, workers: int | None = None, *, grace_s: float = GRACE_S) -> None:
+    ``namespaces=False`` forces the walls that need no namespaces (Landlock, seccomp, a uid of
+    its own when root), as on a machine without them; ``None`` follows :data:`NO_NAMESPACES_ENV`.
+    """
+
+    def __init__(
+        self, workers: int | None = None, *, grace_s: float = GRACE_S, namespaces: bool | None = None
+    ) -> None:
         self.size = workers or default_workers()
         self.grace_s = grace_s
+        self.namespaces = namespaces
         self._workers: list[_Worker | None] = [None] * self.size
         self._lock = threading.Lock()
         self._closed = False
@@ -126,7 +140,7 @@ class SandboxPool:
             raise NotAvailable("SandboxPool is closed")
         worker = self._workers[slot]
         if worker is None or worker.process.poll() is not None:
-            worker = self._workers[slot] = _Worker()
+            worker = self._workers[slot] = _Worker(self.namespaces)
         return worker
 
     def _run_one(self, slot: int, job: Mapping[str, Any]) -> dict[str, Any]:

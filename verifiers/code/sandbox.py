@@ -43,6 +43,10 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
 
+NO_NAMESPACES_ENV = "RLVR_GYM_SANDBOX_NO_NAMESPACES"
+"""Set to ``1`` to build the walls without namespaces (Landlock, seccomp, uid), as on a machine
+that allows none: for testing that fallback where namespaces exist (see :func:`enter_pid_namespace`)."""
+
 HOST_PID = 0
 """This worker's pid as the host sees it (set by :func:`isolate_worker`; inside its PID namespace
 the worker is pid 1)."""
@@ -122,6 +126,8 @@ def enter_pid_namespace() -> str:
     namespace dies with it. Without root, a user namespace (one uid mapped to itself) grants the
     right to do so. Returns ``"root"``, ``"user"`` or the reason there is no namespace.
     """
+    if os.environ.get(NO_NAMESPACES_ENV, "") not in ("", "0"):
+        return f"namespaces switched off by {NO_NAMESPACES_ENV}"
     if os.geteuid() == 0:
         try:
             _unshare(CLONE_NEWPID)
@@ -176,6 +182,10 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
             report.private_dirs = [private]
             if os.geteuid() == 0:  # the submission's uid must be able to write its working dir
                 os.chown(private, UID_BASE + host_pid, UID_BASE + host_pid)
+            elif not report.pid and rootfs.landlock_abi() < 6:  # same uid, host pids visible
+                report.missing.append(
+                    "signal wall: Landlock below ABI 6 cannot stop signals to this user's processes"
+                )
         except OSError as exc:
             report.missing.append(f"filesystem wall (Landlock): {exc}")
     report.workdir = report.private_dirs[0] if report.private_dirs else ""
@@ -189,7 +199,10 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
             "not root: no per-submission uid, RLIMIT_NPROC counts all of this user's processes"
         )
     if report.network == "none":
-        report.network = "socket creation refused by an audit hook in the child"
+        report.network = (
+            "no network namespace: sockets refused by an audit hook in the child (and by the "
+            "seccomp filter and Landlock's TCP rules where active)"
+        )
         report.missing.append("network namespace")
     prctl(PR_SET_DUMPABLE, 0)  # the worker's memory is not readable through /proc or ptrace
     try:

@@ -72,7 +72,7 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
     if uid is not None and not isolation.workdir:
         os.chown(workdir, uid, uid)
     deadline = time.monotonic() + limits.wall_s
-    block_sockets = isolation.network.startswith("socket")
+    block_sockets = isolation.network.startswith("no network namespace")
     ahead = [dumps(request) for request in plan_ahead(spec)]
     sandbox = spawn(
         lambda request_fd, reply_fd: serve(
