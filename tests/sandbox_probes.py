@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rlvr_gym.envs.code_env import fenced
 from rlvr_gym.envs.humaneval import humaneval_tests
+from rlvr_gym.verifiers import Reason
 from rlvr_gym.verifiers.code import CodeVerifier, Limits, SandboxPool
 
 LIBC = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
@@ -36,6 +37,7 @@ def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
         "list-project-sources": f"import os\ndef f():\n    return 'escaped' if os.listdir({str(Path(__file__).parent)!r}) else 'no'",
         "list-host-pids": "import os\ndef f():\n    return 'escaped' if [p for p in os.listdir('/proc') if p.isdigit()] else 'no'",
         "signal-a-host-pid": f"import os\ndef f():\n    os.kill({host_pid}, 0)\n    return 'escaped'",
+        "kill-the-worker": "import os\nos.kill(os.getppid(), 9)\ndef f():\n    return 'no'",  # breach = the worker died
         "connect-127.0.0.1": f"import socket\ndef f():\n    socket.create_connection(('127.0.0.1', {port}), timeout=0.5)\n    return 'escaped'",
         "unshare-newuser": LIBC + "def f():\n    return 'escaped' if libc.unshare(0x10000000) == 0 else 'no'",
         "ptrace-traceme": LIBC + "def f():\n    return 'escaped' if libc.ptrace(0, 0, 0, 0) == 0 else 'no'",
@@ -74,7 +76,9 @@ def run_all(namespaces: bool | None = None) -> dict[str, object]:
         verifier = CodeVerifier(limits=Limits(wall_s=3.0, cpu_s=2), pool=pool, restricted=False)
         escaped = {"tests": {"kind": "calls", "fn": "f", "cases": [{"args": [], "expected": "escaped"}]}}
         for name, program in probes(os.getpid(), listener.getsockname()[1], marker).items():
-            results[name] = verifier(fenced(program), escaped).passed
+            verdict = verifier(fenced(program), escaped)
+            # a killed worker shows as an error verdict (the pool replaces it): a breach too
+            results[name] = verdict.passed or verdict.reason is Reason.ERROR
         honest, forged, task = forged_humaneval()
         results["control: canonical HumanEval/0"] = verifier(fenced(honest), task).passed
         results["forged HumanEval/0 from the data file"] = verifier(fenced(forged), task).passed

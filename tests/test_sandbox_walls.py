@@ -16,7 +16,7 @@ from tests.sandbox_probes import run_all
 ROOT = Path(__file__).resolve().parents[1]
 PROBE_USER = "rlvr-sandbox-probe"
 ATTACKS = (
-    "read-etc-passwd", "read-data-file", "list-project-sources", "list-host-pids", "signal-a-host-pid",
+    "read-etc-passwd", "read-data-file", "list-project-sources", "list-host-pids", "signal-a-host-pid", "kill-the-worker",
     "connect-127.0.0.1", "unshare-newuser", "ptrace-traceme", "mount-tmpfs", "no-seccomp",
     "write-outside", "shell-reads-data", "system-python", "forged HumanEval/0 from the data file",
 )  # fmt: skip

@@ -165,6 +165,19 @@ def landlock_abi() -> int:
     return max(0, result)
 
 
+def landlock_scope_self() -> None:
+    """Put this process in a nested Landlock domain that only scopes signals and abstract unix
+    sockets (ABI 6): it can no longer signal the domain it came from — the worker, when no PID
+    namespace and no uid of its own stand between them — only its own descendants."""
+    create, _, restrict = SYS_LANDLOCK[platform.machine()]
+    attr = _RulesetAttr(0, 0, LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL)
+    ruleset = _check(_libc.syscall(create, ctypes.byref(attr), 24, 0), "landlock scope ruleset")
+    try:
+        _check(_libc.syscall(restrict, ruleset, 0), "landlock_restrict_self (scope)")
+    finally:
+        os.close(ruleset)
+
+
 def landlock_runtime_only(private_dir: str) -> str:
     """Restrict this process and its descendants: read the runtime, write ``private_dir`` only;
     where the kernel has them (ABI 4, 6), also no TCP bind/connect, and no signals to or abstract

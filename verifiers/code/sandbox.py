@@ -89,6 +89,9 @@ class Isolation:
     workdir: str = ""
     """Every submission's working directory: the first private dir, emptied after each one (so
     no directory is made and removed per submission); empty when there is no private dir."""
+    scope_children: bool = False
+    """Whether each submission enters a nested Landlock domain that cannot signal the worker
+    (needed only when neither a PID namespace nor a uid of its own protects the worker)."""
 
     @property
     def pid_namespace(self) -> bool:
@@ -186,6 +189,9 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
                 report.missing.append(
                     "signal wall: Landlock below ABI 6 cannot stop signals to this user's processes"
                 )
+            elif not report.pid:  # same uid as the worker, which is no namespace's init
+                report.scope_children = True
+                report.notes.append("each submission in a nested Landlock domain: cannot signal the worker")
         except OSError as exc:
             report.missing.append(f"filesystem wall (Landlock): {exc}")
     report.workdir = report.private_dirs[0] if report.private_dirs else ""
@@ -252,6 +258,7 @@ def _lock_down(
     reply_fd: int,
     block_sockets: bool,
     parent: int,
+    scope: bool = False,
 ) -> None:
     """Everything the child does to itself before any submission code runs."""
     os.setsid()
@@ -284,6 +291,8 @@ def _lock_down(
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if scope:
+        rootfs.landlock_scope_self()
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid: a uid change clears it
     if os.getppid() != parent:  # the worker died while we were setting up
         os._exit(70)
@@ -371,6 +380,7 @@ def spawn(
     uid: int | None,
     block_sockets: bool = False,
     init: bool = False,
+    scope: bool = False,
 ) -> Sandbox:
     """Fork a locked-down child that calls ``run(request_fd, reply_fd)`` and never returns."""
     request_r, request_w = os.pipe()
@@ -380,7 +390,7 @@ def spawn(
     if pid == 0:  # the child: nothing here may return into the worker's code
         code = 71
         try:
-            _lock_down(limits, uid, workdir, request_r, reply_w, block_sockets, parent)
+            _lock_down(limits, uid, workdir, request_r, reply_w, block_sockets, parent, scope)
             code = 0
             run(CHILD_REQUEST_FD, CHILD_REPLY_FD)
         except BaseException:  # noqa: BLE001 - the child must exit, whatever happened

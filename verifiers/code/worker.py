@@ -83,6 +83,7 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
         uid=uid,
         block_sockets=block_sockets,
         init=isolation.pid_namespace,
+        scope=isolation.scope_children,
     )
     try:
         outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline, ahead))
