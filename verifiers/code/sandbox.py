@@ -183,6 +183,10 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
         try:
             report.filesystem = rootfs.landlock_runtime_only(private)
             report.private_dirs = [private]
+            report.missing.append(
+                "size cap on the working dir: without a mount namespace it is a plain directory, "
+                "bounded only by RLIMIT_FSIZE per file and the wall-clock limit"
+            )
             if os.geteuid() == 0:  # the submission's uid must be able to write its working dir
                 os.chown(private, UID_BASE + host_pid, UID_BASE + host_pid)
             elif not report.pid and rootfs.landlock_abi() < 6:  # same uid, host pids visible
