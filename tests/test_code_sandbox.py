@@ -312,6 +312,25 @@ def test_a_wedged_worker_is_killed_and_replaced():
         assert not sandbox_processes()  # killed, and reaped by the worker's supervisor
 
 
+def test_jobs_sent_behind_a_wedged_one_run_on_the_replacement():
+    """Jobs go to a worker ahead of time (IN_FLIGHT); when the one before them wedges the worker
+    and it is replaced, they are run again on the new worker, not lost or misattributed."""
+    with SandboxPool(1, grace_s=0.0) as pool:
+        verifier = CodeVerifier(limits=Limits(wall_s=0.5, cpu_s=1), pool=pool)
+        wedge = {"tests": {"kind": "assert", "cases": ["sum(range(10 ** 12))"]}}
+        good, bad = fenced("def f():\n    return 1"), fenced("def f():\n    return 2")
+        verdicts = verifier.verify_batch(
+            [good, good, bad, good], [calls_task(1), wedge, calls_task(1), calls_task(1)]
+        )
+        assert [v.reason for v in verdicts] == [
+            Reason.CORRECT,
+            Reason.TIMEOUT,
+            Reason.WRONG_ANSWER,
+            Reason.CORRECT,
+        ]
+        assert "replaced" in str(verdicts[1].details["failures"])
+
+
 CHECK = """
 def check(candidate):
     assert candidate(0) == 1

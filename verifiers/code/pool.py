@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,6 +27,9 @@ from rlvr_gym.verifiers.code.sandbox import NO_NAMESPACES_ENV, UID_BASE, Limits
 
 GRACE_S = 10.0
 RECOVER_S = 2.0
+IN_FLIGHT = 2
+"""Jobs sent ahead to one worker: it starts the next as soon as it answers one, without
+waiting for the host thread to be scheduled (on a busy machine that wait is most of the cost)."""
 
 
 def default_workers() -> int:
@@ -72,10 +76,6 @@ class _Worker:
         hello = self.replies.read(time.monotonic() + 60)
         self.isolation: dict[str, Any] = hello["isolation"]
         self.pid: int = hello["pid"]  # the worker proper; self.process is its reaping supervisor
-
-    def run(self, job: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
-        write_frame(self.to_fd, job)
-        return self.replies.read(time.monotonic() + timeout_s)
 
     def sweep(self) -> None:
         """SIGKILL every process running under this worker's sandbox uid (from a helper process:
@@ -143,17 +143,69 @@ class SandboxPool:
             worker = self._workers[slot] = _Worker(self.namespaces)
         return worker
 
+    def _budget(self, job: Mapping[str, Any]) -> float:
+        return float(job.get("limits", {}).get("wall_s", Limits().wall_s)) + self.grace_s
+
     def _run_one(self, slot: int, job: Mapping[str, Any]) -> dict[str, Any]:
         worker = self._worker(slot)
-        budget = float(job.get("limits", {}).get("wall_s", Limits().wall_s)) + self.grace_s
         try:
-            return worker.run(job, budget)
+            write_frame(worker.to_fd, job)
+        except BrokenPipeError as exc:
+            return self._died(slot, worker, exc)
+        return self._answer(slot, worker, job)
+
+    def _answer(self, slot: int, worker: _Worker, job: Mapping[str, Any]) -> dict[str, Any]:
+        """The worker's outcome of ``job``, the oldest one sent to it and not answered yet."""
+        try:
+            return worker.replies.read(time.monotonic() + self._budget(job))
         except ChannelTimeout:
             return self._overran(slot, worker)
-        except (ChannelClosed, CodecError, BrokenPipeError) as exc:
-            worker.kill()
-            self._workers[slot] = None
-            return {"status": "error", "errors": [f"sandbox worker died: {type(exc).__name__}: {exc}"]}
+        except (ChannelClosed, CodecError) as exc:
+            return self._died(slot, worker, exc)
+
+    def _died(self, slot: int, worker: _Worker, exc: BaseException) -> dict[str, Any]:
+        worker.kill()
+        self._workers[slot] = None
+        return {"status": "error", "errors": [f"sandbox worker died: {type(exc).__name__}: {exc}"]}
+
+    def _drain(
+        self,
+        slot: int,
+        jobs: Sequence[Mapping[str, Any]],
+        todo: queue.SimpleQueue[int],
+        results: list[dict[str, Any] | None],
+    ) -> None:
+        """Run jobs from ``todo`` on one worker, up to :data:`IN_FLIGHT` sent ahead. Jobs sent
+        to a worker that then died or was replaced go back to ``todo``: they never ran."""
+        sent: deque[int] = deque()
+        worker: _Worker | None = None
+        while True:
+            while len(sent) < IN_FLIGHT:
+                try:
+                    index = todo.get_nowait()
+                except queue.Empty:
+                    break
+                if worker is None:
+                    worker = self._worker(slot)
+                try:
+                    write_frame(worker.to_fd, jobs[index])
+                except BrokenPipeError as exc:
+                    if sent:  # the worker died: its answers below say so; this job waits
+                        todo.put(index)
+                        break
+                    results[index] = self._died(slot, worker, exc)
+                    worker = None
+                    continue
+                sent.append(index)
+            if not sent:
+                return
+            index = sent.popleft()
+            results[index] = self._answer(slot, worker, jobs[index])  # type: ignore[arg-type]
+            if self._workers[slot] is not worker:  # killed and replaced: the rest never ran
+                for left in sent:
+                    todo.put(left)
+                sent.clear()
+                worker = None
 
     def _overran(self, slot: int, worker: _Worker) -> dict[str, Any]:
         """Outer timeout tier. Kill the sandbox first, which unblocks a worker waiting on it; the
@@ -179,26 +231,20 @@ class SandboxPool:
     def run(self, jobs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Outcomes of ``jobs``, in order; up to ``size`` run at once."""
         with self._lock:
-            if len(jobs) <= 1 or self.size == 1:
+            if len(jobs) <= 1:
                 return [self._run_one(0, job) for job in jobs]
             results: list[dict[str, Any] | None] = [None] * len(jobs)
             todo: queue.SimpleQueue[int] = queue.SimpleQueue()
             for index in range(len(jobs)):
                 todo.put(index)
 
+            bugs: list[str] = []
+
             def drain(slot: int) -> None:
-                while True:
-                    try:
-                        index = todo.get_nowait()
-                    except queue.Empty:
-                        return
-                    try:
-                        results[index] = self._run_one(slot, jobs[index])
-                    except Exception as exc:  # noqa: BLE001 - a pool bug becomes an error verdict
-                        results[index] = {
-                            "status": "error",
-                            "errors": [f"sandbox pool: {type(exc).__name__}: {exc}"],
-                        }
+                try:
+                    self._drain(slot, jobs, todo, results)
+                except Exception as exc:  # noqa: BLE001 - a pool bug becomes an error verdict
+                    bugs.append(f"sandbox pool: {type(exc).__name__}: {exc}")
 
             threads = [
                 threading.Thread(target=drain, args=(slot,), daemon=True)
@@ -208,9 +254,8 @@ class SandboxPool:
                 thread.start()
             for thread in threads:
                 thread.join()
-            return [
-                r if r is not None else {"status": "error", "errors": ["job was not run"]} for r in results
-            ]
+            missing = {"status": "error", "errors": bugs[:1] or ["job was not run"]}
+            return [r if r is not None else missing for r in results]
 
     def close(self) -> None:
         """Stop every worker (idempotent)."""
