@@ -31,7 +31,6 @@ import shutil
 import signal
 import sys
 import tempfile
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -57,7 +56,6 @@ UID_BASE = 1_000_000
 CHILD_REQUEST_FD, CHILD_REPLY_FD = 3, 4
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_libc_gil = ctypes.PyDLL(None, use_errno=True)  # calls keep the GIL: fork happens while we hold it
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,25 +355,6 @@ def has_children() -> bool:
     return True
 
 
-def fork() -> int:
-    """``fork(2)`` straight from libc when this process runs one thread, else :func:`os.fork`.
-
-    Why: ``os.fork`` runs the interpreter's at-fork hooks in the child (``threading``, ``random``,
-    ``logging`` re-initialise their state), Python code whose first touch of ~150 shared pages
-    costs a copy-on-write fault each — about a third of a fresh sandbox's start-up. With one
-    thread there is nothing for them to repair. The child therefore keeps the worker's
-    ``random`` state: every submission starts from the same seed (deterministic, and nothing
-    the judge relies on).
-    """
-    if threading.active_count() != 1:
-        return os.fork()
-    pid = _libc_gil.fork()
-    if pid < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"fork: {os.strerror(err)}")
-    return pid
-
-
 def spawn(
     run: Callable[[int, int], None],
     limits: Limits,
@@ -390,7 +369,7 @@ def spawn(
     request_r, request_w = os.pipe()
     reply_r, reply_w = os.pipe()
     parent = os.getpid()
-    pid = fork()
+    pid = os.fork()
     if pid == 0:  # the child: nothing here may return into the worker's code
         code = 71
         try:
