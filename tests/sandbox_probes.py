@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rlvr_gym.envs.code_env import fenced
 from rlvr_gym.envs.humaneval import humaneval_tests
+from rlvr_gym.verifiers import Reason
 from rlvr_gym.verifiers.code import CodeVerifier, Limits, SandboxPool
 
 LIBC = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
@@ -36,6 +37,7 @@ def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
         "list-project-sources": f"import os\ndef f():\n    return 'escaped' if os.listdir({str(Path(__file__).parent)!r}) else 'no'",
         "list-host-pids": "import os\ndef f():\n    return 'escaped' if [p for p in os.listdir('/proc') if p.isdigit()] else 'no'",
         "signal-a-host-pid": f"import os\ndef f():\n    os.kill({host_pid}, 0)\n    return 'escaped'",
+        "kill-the-worker": "import os\nos.kill(os.getppid(), 9)\ndef f():\n    return 'no'",  # breach = the worker died
         "connect-127.0.0.1": f"import socket\ndef f():\n    socket.create_connection(('127.0.0.1', {port}), timeout=0.5)\n    return 'escaped'",
         "unshare-newuser": LIBC + "def f():\n    return 'escaped' if libc.unshare(0x10000000) == 0 else 'no'",
         "ptrace-traceme": LIBC + "def f():\n    return 'escaped' if libc.ptrace(0, 0, 0, 0) == 0 else 'no'",
@@ -61,18 +63,22 @@ def forged_humaneval() -> tuple[str, str, dict]:
     return row["prompt"] + row["canonical_solution"], forged, {"tests": humaneval_tests(row)}
 
 
-def run_all() -> dict[str, object]:
-    """Every probe's verdict (``True`` = the attack passed), the control, and the pool's report."""
+def run_all(namespaces: bool | None = None) -> dict[str, object]:
+    """Every probe's verdict (``True`` = the attack passed), the control, and the pool's report.
+
+    ``namespaces=False`` runs them through the walls that need no namespaces (Landlock etc.)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
     marker = str(Path(__file__).resolve().parent / f".sandbox-escape-{os.getpid()}")
     results: dict[str, object] = {}
-    with SandboxPool(1) as pool:
+    with SandboxPool(1, namespaces=namespaces) as pool:
         verifier = CodeVerifier(limits=Limits(wall_s=3.0, cpu_s=2), pool=pool, restricted=False)
         escaped = {"tests": {"kind": "calls", "fn": "f", "cases": [{"args": [], "expected": "escaped"}]}}
         for name, program in probes(os.getpid(), listener.getsockname()[1], marker).items():
-            results[name] = verifier(fenced(program), escaped).passed
+            verdict = verifier(fenced(program), escaped)
+            # a killed worker shows as an error verdict (the pool replaces it): a breach too
+            results[name] = verdict.passed or verdict.reason is Reason.ERROR
         honest, forged, task = forged_humaneval()
         results["control: canonical HumanEval/0"] = verifier(fenced(honest), task).passed
         results["forged HumanEval/0 from the data file"] = verifier(fenced(forged), task).passed
@@ -85,4 +91,4 @@ def run_all() -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    json.dump(run_all(), sys.stdout)
+    json.dump(run_all(False if "--no-namespaces" in sys.argv[1:] else None), sys.stdout)

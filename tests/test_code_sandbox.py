@@ -310,3 +310,56 @@ def test_a_wedged_worker_is_killed_and_replaced():
         assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
         assert pool._workers[0].process.pid != worker
         assert not sandbox_processes()  # killed, and reaped by the worker's supervisor
+
+
+def test_jobs_sent_behind_a_wedged_one_run_on_the_replacement():
+    """Jobs go to a worker ahead of time (IN_FLIGHT); when the one before them wedges the worker
+    and it is replaced, they are run again on the new worker, not lost or misattributed."""
+    with SandboxPool(1, grace_s=0.0) as pool:
+        verifier = CodeVerifier(limits=Limits(wall_s=0.5, cpu_s=1), pool=pool)
+        wedge = {"tests": {"kind": "assert", "cases": ["sum(range(10 ** 12))"]}}
+        good, bad = fenced("def f():\n    return 1"), fenced("def f():\n    return 2")
+        verdicts = verifier.verify_batch(
+            [good, good, bad, good], [calls_task(1), wedge, calls_task(1), calls_task(1)]
+        )
+        assert [v.reason for v in verdicts] == [
+            Reason.CORRECT,
+            Reason.TIMEOUT,
+            Reason.WRONG_ANSWER,
+            Reason.CORRECT,
+        ]
+        assert "replaced" in str(verdicts[1].details["failures"])
+
+
+CHECK = """
+def check(candidate):
+    assert candidate(0) == 1
+    assert candidate(0) == 2
+    for x in range(3):
+        assert candidate(x) > 0
+    assert candidate(5) == 6
+    assert candidate(b=7) == 8
+"""
+
+
+def test_answers_ahead_follow_the_tests_order_and_state():
+    from rlvr_gym.verifiers.code.harness import plan_ahead
+
+    spec = {"kind": "assert", "entry_point": "f", "cases": [CHECK + "\ncheck(f)\n"]}
+    planned = [(r["name"], r["args"], r["kwargs"]) for r in plan_ahead(spec)]
+    # the literal calls through the parameter `check` passes f into, in source order; the loop's
+    # call (a non-literal argument) is left to a round trip; no expected value is in the plan
+    assert planned == [("f", [0], {"d": []}), ("f", [0], {"d": []}), ("f", [5], {"d": []}),
+                       ("f", [], {"d": [["b", 7]]})]  # fmt: skip
+
+
+def test_answers_ahead_keep_the_verdict_of_one_call_at_a_time(verifier):
+    """A stateful program still passes (planned calls run first, in the tests' order; round
+    trips after them); an unreached planned call that would hang does not turn a wrong answer
+    into a timeout: the judge stops at the first failed assert and kills the sandbox."""
+    task = {"tests": {"kind": "assert", "entry_point": "f", "cases": [CHECK + "\ncheck(f)\n"]}}
+    counter = "n = 0\ndef f(a=0, b=0):\n    global n\n    n += 1\n    return n if n < 3 else a + b + 1\n"
+    assert verifier(fenced(counter), task).passed
+    hangs_later = "def f(a=0, b=0):\n    while a == 5:\n        pass\n    return 0\n"
+    verdict = verifier(fenced(hangs_later), task)
+    assert verdict.reason is Reason.WRONG_ANSWER, verdict

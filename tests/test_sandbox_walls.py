@@ -16,7 +16,7 @@ from tests.sandbox_probes import run_all
 ROOT = Path(__file__).resolve().parents[1]
 PROBE_USER = "rlvr-sandbox-probe"
 ATTACKS = (
-    "read-etc-passwd", "read-data-file", "list-project-sources", "list-host-pids", "signal-a-host-pid",
+    "read-etc-passwd", "read-data-file", "list-project-sources", "list-host-pids", "signal-a-host-pid", "kill-the-worker",
     "connect-127.0.0.1", "unshare-newuser", "ptrace-traceme", "mount-tmpfs", "no-seccomp",
     "write-outside", "shell-reads-data", "system-python", "forged HumanEval/0 from the data file",
 )  # fmt: skip
@@ -65,10 +65,9 @@ def _as_ordinary_user() -> list[str]:
     ]
 
 
-@pytest.mark.slow
-def test_walls_hold_for_an_ordinary_user():
+def _run_probes_as_ordinary_user(*args: str) -> dict:
     if os.geteuid() != 0:
-        pytest.skip("running as an ordinary user already: the test above covers this path")
+        pytest.skip("running as an ordinary user already: the tests above cover this path")
     for tool in ("useradd", "setpriv", "unshare"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is needed to run the probes as another user")
@@ -76,10 +75,46 @@ def test_walls_hold_for_an_ordinary_user():
     if "RLVR_GYM_DATA_DIR" in os.environ:
         env["RLVR_GYM_DATA_DIR"] = os.environ["RLVR_GYM_DATA_DIR"]
     done = subprocess.run(
-        [*_as_ordinary_user(), sys.executable, "-P", "-m", "tests.sandbox_probes"],
+        [*_as_ordinary_user(), sys.executable, "-P", "-m", "tests.sandbox_probes", *args],
         capture_output=True, text=True, env=env, cwd="/", timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(done.stdout)
     assert "not root" in " ".join(results["isolation"]["notes"])  # it really ran unprivileged
-    assert_walls_hold(results)
+    return results
+
+
+@pytest.mark.slow
+def test_walls_hold_for_an_ordinary_user():
+    assert_walls_hold(_run_probes_as_ordinary_user())
+
+
+def assert_fallback_walls_hold(results: dict) -> None:
+    """Without namespaces (RLVR_GYM_SANDBOX_NO_NAMESPACES): Landlock, seccomp and the uid hold
+    every wall, and the missing namespaces are reported, not silent."""
+    assert results["control: canonical HumanEval/0"] is True
+    breached = [name for name in ATTACKS if results[name] is not False]
+    assert not breached, (breached, results["isolation"])
+    assert results["marker written"] is False
+    isolation = results["isolation"]
+    assert isolation["filesystem"].startswith("Landlock") and "seccomp" in isolation["seccomp"]
+    assert isolation["pid"] == "none" and any("switched off" in m for m in isolation["missing"])
+
+
+def _needs_landlock() -> None:
+    from rlvr_gym.verifiers.code.rootfs import landlock_abi
+
+    if landlock_abi() < 6:
+        pytest.skip("the no-namespace walls need Landlock ABI 6 (signal scoping) in this kernel")
+
+
+@pytest.mark.slow
+def test_walls_hold_without_namespaces():
+    _needs_landlock()
+    assert_fallback_walls_hold(run_all(namespaces=False))
+
+
+@pytest.mark.slow
+def test_walls_hold_without_namespaces_for_an_ordinary_user():
+    _needs_landlock()
+    assert_fallback_walls_hold(_run_probes_as_ordinary_user("--no-namespaces"))

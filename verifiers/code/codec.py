@@ -101,6 +101,14 @@ def dumps(message: Any) -> bytes:
     return _HEADER.pack(len(payload)) + payload
 
 
+def loads(frame: bytes, *, values: bool = True) -> Any:
+    """The message in one whole frame made by :func:`dumps` (tagged values rebuilt)."""
+    try:
+        return json.loads(frame[_HEADER.size :], object_hook=_decode_tagged if values else None)
+    except (ValueError, TypeError, RecursionError, binascii.Error) as exc:
+        raise CodecError(f"undecodable frame: {exc}") from None
+
+
 def write_frame(fd: int, message: Any) -> None:
     data = memoryview(dumps(message))
     while data:

@@ -24,20 +24,24 @@ import ast
 import builtins
 import functools
 import math
+import os
 import re
 import signal
 import time
 import types
-from collections.abc import Callable, Mapping
+from collections import Counter, deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr_gym.error import InvalidArgument
-from rlvr_gym.verifiers.code.codec import ChannelClosed, CodecError, FrameReader, encode_value, write_frame
+from rlvr_gym.verifiers.code.codec import ChannelClosed, CodecError, FrameReader, dumps, encode_value
 
 KINDS = ("assert", "calls", "stdio")
 FLOAT_REL_TOL = 1e-6
 REASON_CHARS = 160
+MAX_AHEAD = 256
+"""At most this many requests are answered ahead (see :func:`plan_ahead`)."""
 _PATH = re.compile(r"(?<![\w)\]])/[^\s'\",:;)\]]+")
 
 
@@ -83,19 +87,41 @@ class Session:
 
     Reads block without a deadline of their own: :func:`judge` arms a SIGALRM timer for the
     whole budget, which interrupts a read with :class:`JudgeTimeout` (no ``select`` per message).
+
+    ``ahead`` are the requests the sandbox was given at fork (:func:`plan_ahead`) and answers,
+    in order, right after loading, without waiting to be asked: a request equal to one of them
+    takes its answer from the stream instead of a round trip. The judge still decides everything
+    from the plain data it gets back; only the number of process switches changes.
     """
 
-    def __init__(self, request_fd: int, reply_fd: int, deadline: float) -> None:
+    def __init__(self, request_fd: int, reply_fd: int, deadline: float, ahead: Sequence[bytes] = ()) -> None:
         self.request_fd, self.deadline = request_fd, deadline
         self.replies = FrameReader(reply_fd, values=True)
         self.gone: str | None = None
+        self.ahead: deque[bytes] = deque(ahead)  # answered ahead, not read yet, in stream order
+        self.unread: Counter[bytes] = Counter(ahead)
+        self.ready: dict[bytes, deque[Any]] = {}  # read, not asked for yet
+
+    def _read_ahead(self) -> None:
+        key = self.ahead.popleft()
+        self.unread[key] -= 1
+        self.ready.setdefault(key, deque()).append(self.replies.read())
 
     def ask(self, message: Mapping[str, Any]) -> dict[str, Any]:
         if self.gone:
             raise SandboxGone(self.gone)
         try:
-            write_frame(self.request_fd, message)
-            reply = self.replies.read()
+            frame = dumps(message)
+            if not self.ready.get(frame) and self.unread[frame] > 0:
+                while not self.ready.get(frame):
+                    self._read_ahead()
+            if self.ready.get(frame):
+                reply = self.ready[frame].popleft()
+            else:  # a round trip; its answer follows every answer still ahead
+                _write_all(self.request_fd, frame)
+                while self.ahead:
+                    self._read_ahead()
+                reply = self.replies.read()
         except JudgeTimeout:
             self.gone = "timed out"
             raise
@@ -121,12 +147,7 @@ class Session:
 
     def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
-            request = {
-                "op": "call",
-                "name": name,
-                "args": encode_value(list(args)),
-                "kwargs": encode_value(dict(kwargs)),
-            }
+            request = call_request(name, args, kwargs)
         except CodecError as exc:
             raise TypeError(f"argument cannot be sent to the sandbox: {exc}") from None
         reply = self.ask(request)
@@ -139,6 +160,22 @@ class Session:
         stdout = reply.get("stdout")
         stdout = stdout if isinstance(stdout, str) else ""
         return stdout, None if reply.get("ok") is True else f"{reply.get('exc')}: {reply.get('msg')}"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def call_request(name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The request for one call, the same whether planned ahead or made by running test code."""
+    return {
+        "op": "call",
+        "name": name,
+        "args": encode_value(list(args)),
+        "kwargs": encode_value(dict(kwargs)),
+    }
 
 
 def _rebuild(reply: Mapping[str, Any]) -> Exception:
@@ -253,6 +290,73 @@ def _run_stdio(spec: Mapping[str, Any], session: Session, outcome: Outcome) -> N
 _RUNNERS = {"assert": _run_asserts, "calls": _run_calls, "stdio": _run_stdio}
 
 
+# ----- answers ahead ---------------------------------------------------------------------------------
+
+
+def _literal(node: ast.expr) -> tuple[bool, Any]:
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+@functools.lru_cache(maxsize=1024)
+def _literal_calls(
+    source: str, target: str
+) -> tuple[tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]], ...]:
+    """Calls of ``target`` with literal arguments in test code, in source order.
+
+    A call counts when it names ``target`` or a parameter that ``target`` is passed into
+    (HumanEval's ``def check(candidate)`` ... ``check(f)``). Calls the test never makes are
+    harmless (their answers are never read), so this may over-approximate.
+    """
+    tree = ast.parse(source)
+    defs = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    names = {target}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defs:
+            params = defs[node.func.id].args.posonlyargs + defs[node.func.id].args.args
+            for arg, param in zip(node.args, params, strict=False):
+                if isinstance(arg, ast.Name) and arg.id == target:
+                    names.add(param.arg)
+    calls = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names):
+            continue
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            continue
+        parsed = [_literal(a) for a in node.args] + [_literal(k.value) for k in node.keywords]
+        if all(ok for ok, _ in parsed):
+            values = [v for _, v in parsed]
+            kwargs = tuple((k.arg, v) for k, v in zip(node.keywords, values[len(node.args) :], strict=True))
+            calls.append(((node.lineno, node.col_offset), tuple(values[: len(node.args)]), kwargs))
+    calls.sort(key=lambda c: c[0])
+    return tuple((args, kwargs) for _, args, kwargs in calls)
+
+
+def plan_ahead(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Requests the sandbox can answer before it is asked: every case of a ``calls`` or ``stdio``
+    test, and the literal-argument calls of the entry point in ``assert`` tests.
+
+    They hold only what the sandbox would be sent anyway (arguments, stdin), never an expected
+    value. Order follows the tests', so an answer is usually read just when it is needed.
+    """
+    planned: list[dict[str, Any]] = []
+    try:
+        if spec["kind"] == "calls":
+            for case in spec["cases"]:
+                planned.append(call_request(spec["fn"], case.get("args", ()), case.get("kwargs", {})))
+        elif spec["kind"] == "stdio":
+            planned = [{"op": "main", "stdin": case.get("stdin", "")} for case in spec["cases"]]
+        elif isinstance(spec.get("entry_point"), str):
+            for case in spec["cases"]:
+                for args, kwargs in _literal_calls(case, spec["entry_point"]):
+                    planned.append(call_request(spec["entry_point"], args, dict(kwargs)))
+    except (CodecError, SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        pass  # whatever could be planned is; the rest goes by round trips
+    return planned[:MAX_AHEAD]
+
+
 def validate_tests(spec: object) -> Mapping[str, Any]:
     """Check the shape of ``task["tests"]`` (a task bug must be an ``error``, not a zero)."""
     if not isinstance(spec, Mapping) or spec.get("kind") not in KINDS:
@@ -276,6 +380,9 @@ def mode_of(spec: Mapping[str, Any]) -> str:
     return "script" if spec["kind"] == "stdio" else "module"
 
 
+_ALARM_SET = False
+
+
 def _on_alarm(signum: int, frame: object) -> None:
     raise JudgeTimeout
 
@@ -283,8 +390,10 @@ def _on_alarm(signum: int, frame: object) -> None:
 def judge(spec: Mapping[str, Any], session: Session) -> Outcome:
     """Run every case of ``spec`` against the sandbox behind ``session`` before its deadline."""
     outcome = Outcome(total=len(spec["cases"]))
-    if signal.getsignal(signal.SIGALRM) is not _on_alarm:
+    global _ALARM_SET
+    if not _ALARM_SET:  # once per process (signal.getsignal costs an enum lookup per call)
         signal.signal(signal.SIGALRM, _on_alarm)
+        _ALARM_SET = True
     try:
         signal.setitimer(signal.ITIMER_REAL, max(1e-3, session.deadline - time.monotonic()))
         try:

@@ -17,15 +17,19 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rlvr_gym.error import NotAvailable
 from rlvr_gym.verifiers.code.codec import ChannelClosed, ChannelTimeout, CodecError, FrameReader, write_frame
-from rlvr_gym.verifiers.code.sandbox import UID_BASE, Limits
+from rlvr_gym.verifiers.code.sandbox import NO_NAMESPACES_ENV, UID_BASE, Limits
 
 GRACE_S = 10.0
 RECOVER_S = 2.0
+IN_FLIGHT = 2
+"""Jobs sent ahead to one worker: it starts the next as soon as it answers one, without
+waiting for the host thread to be scheduled (on a busy machine that wait is most of the cost)."""
 
 
 def default_workers() -> int:
@@ -36,11 +40,18 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def worker_environment() -> dict[str, str]:
-    """A minimal environment for workers: no host secrets to inherit, little for children to scrub."""
-    env = {
-        name: os.environ[name] for name in ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED") if name in os.environ
-    }
+def worker_environment(namespaces: bool | None = None) -> dict[str, str]:
+    """A minimal environment for workers: no host secrets to inherit, little for children to scrub.
+
+    ``namespaces=False`` makes the workers build their walls without namespaces (the Landlock
+    fallback); ``None`` passes :data:`NO_NAMESPACES_ENV` through from this process.
+    """
+    names = ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED", NO_NAMESPACES_ENV)
+    env = {name: os.environ[name] for name in names if name in os.environ}
+    if namespaces is not None:
+        env.pop(NO_NAMESPACES_ENV, None)
+        if not namespaces:
+            env[NO_NAMESPACES_ENV] = "1"
     # rlvr_gym comes from the installed distribution (an editable install's finder included);
     # the caller's PYTHONPATH passes through, nothing of its working directory does.
     if os.environ.get("PYTHONPATH"):
@@ -51,8 +62,8 @@ def worker_environment() -> dict[str, str]:
 class _Worker:
     """One worker process and its pipes."""
 
-    def __init__(self) -> None:
-        env = worker_environment()
+    def __init__(self, namespaces: bool | None = None) -> None:
+        env = worker_environment(namespaces)
         self.process = subprocess.Popen(
             [sys.executable, "-P", "-m", "rlvr_gym.verifiers.code.worker"],
             stdin=subprocess.PIPE,
@@ -65,10 +76,6 @@ class _Worker:
         hello = self.replies.read(time.monotonic() + 60)
         self.isolation: dict[str, Any] = hello["isolation"]
         self.pid: int = hello["pid"]  # the worker proper; self.process is its reaping supervisor
-
-    def run(self, job: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
-        write_frame(self.to_fd, job)
-        return self.replies.read(time.monotonic() + timeout_s)
 
     def sweep(self) -> None:
         """SIGKILL every process running under this worker's sandbox uid (from a helper process:
@@ -106,11 +113,18 @@ class _Worker:
 
 
 class SandboxPool:
-    """Runs sandbox jobs on ``workers`` warm worker processes (started on first use)."""
+    """Runs sandbox jobs on ``workers`` warm worker processes (started on first use).
 
-    def __init__(self, workers: int | None = None, *, grace_s: float = GRACE_S) -> None:
+    ``namespaces=False`` forces the walls that need no namespaces (Landlock, seccomp, a uid of
+    its own when root), as on a machine without them; ``None`` follows :data:`NO_NAMESPACES_ENV`.
+    """
+
+    def __init__(
+        self, workers: int | None = None, *, grace_s: float = GRACE_S, namespaces: bool | None = None
+    ) -> None:
         self.size = workers or default_workers()
         self.grace_s = grace_s
+        self.namespaces = namespaces
         self._workers: list[_Worker | None] = [None] * self.size
         self._lock = threading.Lock()
         self._closed = False
@@ -126,20 +140,72 @@ class SandboxPool:
             raise NotAvailable("SandboxPool is closed")
         worker = self._workers[slot]
         if worker is None or worker.process.poll() is not None:
-            worker = self._workers[slot] = _Worker()
+            worker = self._workers[slot] = _Worker(self.namespaces)
         return worker
+
+    def _budget(self, job: Mapping[str, Any]) -> float:
+        return float(job.get("limits", {}).get("wall_s", Limits().wall_s)) + self.grace_s
 
     def _run_one(self, slot: int, job: Mapping[str, Any]) -> dict[str, Any]:
         worker = self._worker(slot)
-        budget = float(job.get("limits", {}).get("wall_s", Limits().wall_s)) + self.grace_s
         try:
-            return worker.run(job, budget)
+            write_frame(worker.to_fd, job)
+        except BrokenPipeError as exc:
+            return self._died(slot, worker, exc)
+        return self._answer(slot, worker, job)
+
+    def _answer(self, slot: int, worker: _Worker, job: Mapping[str, Any]) -> dict[str, Any]:
+        """The worker's outcome of ``job``, the oldest one sent to it and not answered yet."""
+        try:
+            return worker.replies.read(time.monotonic() + self._budget(job))
         except ChannelTimeout:
             return self._overran(slot, worker)
-        except (ChannelClosed, CodecError, BrokenPipeError) as exc:
-            worker.kill()
-            self._workers[slot] = None
-            return {"status": "error", "errors": [f"sandbox worker died: {type(exc).__name__}: {exc}"]}
+        except (ChannelClosed, CodecError) as exc:
+            return self._died(slot, worker, exc)
+
+    def _died(self, slot: int, worker: _Worker, exc: BaseException) -> dict[str, Any]:
+        worker.kill()
+        self._workers[slot] = None
+        return {"status": "error", "errors": [f"sandbox worker died: {type(exc).__name__}: {exc}"]}
+
+    def _drain(
+        self,
+        slot: int,
+        jobs: Sequence[Mapping[str, Any]],
+        todo: queue.SimpleQueue[int],
+        results: list[dict[str, Any] | None],
+    ) -> None:
+        """Run jobs from ``todo`` on one worker, up to :data:`IN_FLIGHT` sent ahead. Jobs sent
+        to a worker that then died or was replaced go back to ``todo``: they never ran."""
+        sent: deque[int] = deque()
+        worker: _Worker | None = None
+        while True:
+            while len(sent) < IN_FLIGHT:
+                try:
+                    index = todo.get_nowait()
+                except queue.Empty:
+                    break
+                if worker is None:
+                    worker = self._worker(slot)
+                try:
+                    write_frame(worker.to_fd, jobs[index])
+                except BrokenPipeError as exc:
+                    if sent:  # the worker died: its answers below say so; this job waits
+                        todo.put(index)
+                        break
+                    results[index] = self._died(slot, worker, exc)
+                    worker = None
+                    continue
+                sent.append(index)
+            if not sent:
+                return
+            index = sent.popleft()
+            results[index] = self._answer(slot, worker, jobs[index])  # type: ignore[arg-type]
+            if self._workers[slot] is not worker:  # killed and replaced: the rest never ran
+                for left in sent:
+                    todo.put(left)
+                sent.clear()
+                worker = None
 
     def _overran(self, slot: int, worker: _Worker) -> dict[str, Any]:
         """Outer timeout tier. Kill the sandbox first, which unblocks a worker waiting on it; the
@@ -165,26 +231,20 @@ class SandboxPool:
     def run(self, jobs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Outcomes of ``jobs``, in order; up to ``size`` run at once."""
         with self._lock:
-            if len(jobs) <= 1 or self.size == 1:
+            if len(jobs) <= 1:
                 return [self._run_one(0, job) for job in jobs]
             results: list[dict[str, Any] | None] = [None] * len(jobs)
             todo: queue.SimpleQueue[int] = queue.SimpleQueue()
             for index in range(len(jobs)):
                 todo.put(index)
 
+            bugs: list[str] = []
+
             def drain(slot: int) -> None:
-                while True:
-                    try:
-                        index = todo.get_nowait()
-                    except queue.Empty:
-                        return
-                    try:
-                        results[index] = self._run_one(slot, jobs[index])
-                    except Exception as exc:  # noqa: BLE001 - a pool bug becomes an error verdict
-                        results[index] = {
-                            "status": "error",
-                            "errors": [f"sandbox pool: {type(exc).__name__}: {exc}"],
-                        }
+                try:
+                    self._drain(slot, jobs, todo, results)
+                except Exception as exc:  # noqa: BLE001 - a pool bug becomes an error verdict
+                    bugs.append(f"sandbox pool: {type(exc).__name__}: {exc}")
 
             threads = [
                 threading.Thread(target=drain, args=(slot,), daemon=True)
@@ -194,9 +254,8 @@ class SandboxPool:
                 thread.start()
             for thread in threads:
                 thread.join()
-            return [
-                r if r is not None else {"status": "error", "errors": ["job was not run"]} for r in results
-            ]
+            missing = {"status": "error", "errors": bugs[:1] or ["job was not run"]}
+            return [r if r is not None else missing for r in results]
 
     def release(self) -> None:
         """Stop every worker but keep the pool usable: the next job starts fresh ones.

@@ -139,8 +139,16 @@ LANDLOCK_RULE_PATH_BENEATH = 1
 LANDLOCK_FILE_RIGHTS = 0b111 | LANDLOCK_FS_TRUNCATE  # execute, write, read, truncate
 
 
+LANDLOCK_ACCESS_NET_TCP = 0b11  # bind and connect (ABI 4)
+LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, LANDLOCK_SCOPE_SIGNAL = 1, 2  # ABI 6
+
+
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneath(ctypes.Structure):
@@ -157,8 +165,23 @@ def landlock_abi() -> int:
     return max(0, result)
 
 
+def landlock_scope_self() -> None:
+    """Put this process in a nested Landlock domain that only scopes signals and abstract unix
+    sockets (ABI 6): it can no longer signal the domain it came from — the worker, when no PID
+    namespace and no uid of its own stand between them — only its own descendants."""
+    create, _, restrict = SYS_LANDLOCK[platform.machine()]
+    attr = _RulesetAttr(0, 0, LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL)
+    ruleset = _check(_libc.syscall(create, ctypes.byref(attr), 24, 0), "landlock scope ruleset")
+    try:
+        _check(_libc.syscall(restrict, ruleset, 0), "landlock_restrict_self (scope)")
+    finally:
+        os.close(ruleset)
+
+
 def landlock_runtime_only(private_dir: str) -> str:
-    """Restrict this process and its descendants: read the runtime, write ``private_dir`` only."""
+    """Restrict this process and its descendants: read the runtime, write ``private_dir`` only;
+    where the kernel has them (ABI 4, 6), also no TCP bind/connect, and no signals to or abstract
+    unix sockets of processes outside this sandbox (the host's, which no PID namespace hides)."""
     abi = landlock_abi()
     if abi < 1:
         raise OSError("Landlock is not available in this kernel")
@@ -166,8 +189,11 @@ def landlock_runtime_only(private_dir: str) -> str:
     handled = (
         LANDLOCK_FS_ABI1 | (LANDLOCK_FS_REFER if abi >= 2 else 0) | (LANDLOCK_FS_TRUNCATE if abi >= 3 else 0)
     )
-    attr = _RulesetAttr(handled)
-    ruleset = _check(_libc.syscall(create, ctypes.byref(attr), ctypes.sizeof(attr), 0), "landlock ruleset")
+    net = LANDLOCK_ACCESS_NET_TCP if abi >= 4 else 0
+    scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL if abi >= 6 else 0
+    attr = _RulesetAttr(handled, net, scoped)
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8  # the struct as this ABI knows it
+    ruleset = _check(_libc.syscall(create, ctypes.byref(attr), size, 0), "landlock ruleset")
     read = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR
     try:
         rules = [(path, read) for path in runtime_paths()]
@@ -192,4 +218,10 @@ def landlock_runtime_only(private_dir: str) -> str:
     finally:
         os.close(ruleset)
     tempfile.tempdir = private_dir
-    return f"Landlock ABI {abi}: read-only {', '.join(runtime_paths())}; writes only in a private dir; no /proc, /etc, /home"
+    extra = ("; no TCP bind/connect" if net else "") + (
+        "; no signals or abstract sockets out of the sandbox" if scoped else ""
+    )
+    return (
+        f"Landlock ABI {abi}: read-only {', '.join(runtime_paths())}; writes only in a private dir; "
+        f"no /proc, /etc, /home{extra}"
+    )

@@ -11,10 +11,17 @@ from __future__ import annotations
 import io
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from rlvr_gym.verifiers.code.codec import ChannelClosed, CodecError, FrameReader, encode_value, write_frame
+from rlvr_gym.verifiers.code.codec import (
+    ChannelClosed,
+    CodecError,
+    FrameReader,
+    encode_value,
+    loads,
+    write_frame,
+)
 
 MODULE, SCRIPT = "module", "script"
 
@@ -82,8 +89,10 @@ def serve(
     output_limit: int,
     request_fd: int,
     reply_fd: int,
+    ahead: Sequence[bytes] = (),
 ) -> None:
-    """Load the program (module mode) and answer requests until the judge closes the channel."""
+    """Load the program (module mode), answer the requests planned ``ahead`` (frames the judge
+    made before the fork) in order, then answer requests until the judge closes the channel."""
     namespace: dict[str, Any] = {}
     if mode == MODULE:  # one bounded sink for the whole run: module-mode output is never read
         sys.stdin, sys.stdout, sys.stderr = (
@@ -94,6 +103,8 @@ def serve(
         namespace = make_globals("submission")
         error = _run(lambda: exec(code, namespace))  # noqa: S102 - sandboxed
         write_frame(reply_fd, {"ok": error is None, **(describe(error) if error else {})})
+    for frame in ahead:
+        write_frame(reply_fd, _answer(loads(frame), code, make_globals, namespace, output_limit))
     requests = FrameReader(request_fd, values=True)
     while True:
         try:

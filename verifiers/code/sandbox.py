@@ -42,6 +42,10 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
 
+NO_NAMESPACES_ENV = "RLVR_GYM_SANDBOX_NO_NAMESPACES"
+"""Set to ``1`` to build the walls without namespaces (Landlock, seccomp, uid), as on a machine
+that allows none: for testing that fallback where namespaces exist (see :func:`enter_pid_namespace`)."""
+
 HOST_PID = 0
 """This worker's pid as the host sees it (set by :func:`isolate_worker`; inside its PID namespace
 the worker is pid 1)."""
@@ -80,6 +84,12 @@ class Isolation:
     notes: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     private_dirs: list[str] = field(default_factory=list)
+    workdir: str = ""
+    """Every submission's working directory: the first private dir, emptied after each one (so
+    no directory is made and removed per submission); empty when there is no private dir."""
+    scope_children: bool = False
+    """Whether each submission enters a nested Landlock domain that cannot signal the worker
+    (needed only when neither a PID namespace nor a uid of its own protects the worker)."""
 
     @property
     def pid_namespace(self) -> bool:
@@ -117,6 +127,8 @@ def enter_pid_namespace() -> str:
     namespace dies with it. Without root, a user namespace (one uid mapped to itself) grants the
     right to do so. Returns ``"root"``, ``"user"`` or the reason there is no namespace.
     """
+    if os.environ.get(NO_NAMESPACES_ENV, "") not in ("", "0"):
+        return f"namespaces switched off by {NO_NAMESPACES_ENV}"
     if os.geteuid() == 0:
         try:
             _unshare(CLONE_NEWPID)
@@ -169,8 +181,22 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
         try:
             report.filesystem = rootfs.landlock_runtime_only(private)
             report.private_dirs = [private]
+            report.missing.append(
+                "size cap on the working dir: without a mount namespace it is a plain directory, "
+                "bounded only by RLIMIT_FSIZE per file and the wall-clock limit"
+            )
+            if os.geteuid() == 0:  # the submission's uid must be able to write its working dir
+                os.chown(private, UID_BASE + host_pid, UID_BASE + host_pid)
+            elif not report.pid and rootfs.landlock_abi() < 6:  # same uid, host pids visible
+                report.missing.append(
+                    "signal wall: Landlock below ABI 6 cannot stop signals to this user's processes"
+                )
+            elif not report.pid:  # same uid as the worker, which is no namespace's init
+                report.scope_children = True
+                report.notes.append("each submission in a nested Landlock domain: cannot signal the worker")
         except OSError as exc:
             report.missing.append(f"filesystem wall (Landlock): {exc}")
+    report.workdir = report.private_dirs[0] if report.private_dirs else ""
     if os.geteuid() == 0:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
         report.uid = f"one unprivileged uid per worker ({UID_BASE} + worker pid), rlimit NPROC enforced"
@@ -181,7 +207,10 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
             "not root: no per-submission uid, RLIMIT_NPROC counts all of this user's processes"
         )
     if report.network == "none":
-        report.network = "socket creation refused by an audit hook in the child"
+        report.network = (
+            "no network namespace: sockets refused by an audit hook in the child (and by the "
+            "seccomp filter and Landlock's TCP rules where active)"
+        )
         report.missing.append("network namespace")
     prctl(PR_SET_DUMPABLE, 0)  # the worker's memory is not readable through /proc or ptrace
     try:
@@ -231,6 +260,7 @@ def _lock_down(
     reply_fd: int,
     block_sockets: bool,
     parent: int,
+    scope: bool = False,
 ) -> None:
     """Everything the child does to itself before any submission code runs."""
     os.setsid()
@@ -263,6 +293,8 @@ def _lock_down(
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if scope:
+        rootfs.landlock_scope_self()
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid: a uid change clears it
     if os.getppid() != parent:  # the worker died while we were setting up
         os._exit(70)
@@ -331,6 +363,7 @@ def spawn(
     uid: int | None,
     block_sockets: bool = False,
     init: bool = False,
+    scope: bool = False,
 ) -> Sandbox:
     """Fork a locked-down child that calls ``run(request_fd, reply_fd)`` and never returns."""
     request_r, request_w = os.pipe()
@@ -340,7 +373,7 @@ def spawn(
     if pid == 0:  # the child: nothing here may return into the worker's code
         code = 71
         try:
-            _lock_down(limits, uid, workdir, request_r, reply_w, block_sockets, parent)
+            _lock_down(limits, uid, workdir, request_r, reply_w, block_sockets, parent, scope)
             code = 0
             run(CHILD_REQUEST_FD, CHILD_REPLY_FD)
         except BaseException:  # noqa: BLE001 - the child must exit, whatever happened

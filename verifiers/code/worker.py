@@ -21,8 +21,8 @@ from dataclasses import asdict
 from typing import Any
 
 from rlvr_gym.verifiers.code import policy
-from rlvr_gym.verifiers.code.codec import ChannelClosed, FrameReader, write_frame
-from rlvr_gym.verifiers.code.harness import InvalidTests, Session, judge, mode_of, validate_tests
+from rlvr_gym.verifiers.code.codec import ChannelClosed, FrameReader, dumps, write_frame
+from rlvr_gym.verifiers.code.harness import InvalidTests, Session, judge, mode_of, plan_ahead, validate_tests
 from rlvr_gym.verifiers.code.runner import serve
 from rlvr_gym.verifiers.code.sandbox import (
     PR_SET_CHILD_SUBREAPER,
@@ -68,26 +68,29 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
         }
     make_globals = policy.prepared_globals if restricted else policy.plain_globals
     uid = sandbox_uid(isolation)
-    workdir = tempfile.mkdtemp(prefix="sandbox-")
-    if uid is not None:
+    workdir = isolation.workdir or tempfile.mkdtemp(prefix="sandbox-")
+    if uid is not None and not isolation.workdir:
         os.chown(workdir, uid, uid)
     deadline = time.monotonic() + limits.wall_s
-    block_sockets = isolation.network.startswith("socket")
+    block_sockets = isolation.network.startswith("no network namespace")
+    ahead = [dumps(request) for request in plan_ahead(spec)]
     sandbox = spawn(
         lambda request_fd, reply_fd: serve(
-            compiled.code, make_globals, mode_of(spec), limits.output_bytes, request_fd, reply_fd
+            compiled.code, make_globals, mode_of(spec), limits.output_bytes, request_fd, reply_fd, ahead
         ),
         limits,
         workdir,
         uid=uid,
         block_sockets=block_sockets,
         init=isolation.pid_namespace,
+        scope=isolation.scope_children,
     )
     try:
-        outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline))
+        outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline, ahead))
     finally:
         status = sandbox.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        if not isolation.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
         wipe_private_dirs(isolation)
     return {"status": "ran", **asdict(outcome), "exit_status": status}
 
