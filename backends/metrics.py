@@ -7,6 +7,7 @@ import logging
 import resource
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,14 @@ class MetricsWriter:
     if that fraction stays above ``zero_variance_warn`` for ``window`` logs, the run says so.
     """
 
-    def __init__(self, run_dir: str | Path, *, zero_variance_warn: float = 0.8, window: int = 5) -> None:
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        zero_variance_warn: float = 0.8,
+        window: int = 5,
+        verify_clock: Callable[[], float] | None = None,
+    ) -> None:
         self.path = Path(run_dir) / METRICS_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.zero_variance_warn = zero_variance_warn
@@ -78,18 +86,29 @@ class MetricsWriter:
         self.warned = False
         self.step_started = time.perf_counter()
         self.step_times: list[float] = []
+        # Seconds spent verifying so far (EnvRewards.verify_seconds): gives the verifier's share.
+        self.verify_clock = verify_clock
+        self.verify_started = 0.0
+        self.verify_times: list[float] = []
 
     def step_begin(self) -> None:
         self.step_started = time.perf_counter()
+        if self.verify_clock is not None:
+            self.verify_started = self.verify_clock()
 
     def step_end(self) -> None:
         self.step_times.append(time.perf_counter() - self.step_started)
+        if self.verify_clock is not None:
+            self.verify_times.append(self.verify_clock() - self.verify_started)
 
     def write(self, step: int, logs: dict[str, Any]) -> dict[str, Any]:
         row = {"step": step, **normalise(logs)}
         if self.step_times:
             row["step_time_s"] = sum(self.step_times) / len(self.step_times)
+            if self.verify_times and sum(self.step_times) > 0:
+                row["verifier/share"] = min(1.0, sum(self.verify_times) / sum(self.step_times))
             self.step_times.clear()
+            self.verify_times.clear()
         row["peak_rss_bytes"] = peak_rss_bytes()
         gpu = peak_gpu_bytes()
         if gpu is not None:

@@ -235,7 +235,7 @@ def train(
         tokenizer.pad_token = tokenizer.eos_token
     rewards = EnvRewards(env, num_generations=config.num_generations, timeout_s=config.verify_timeout_s)
     dataset = build_dataset(env, env.splits[0], tokenizer, config.max_prompt_length)
-    writer = MetricsWriter(output_dir)
+    writer = MetricsWriter(output_dir, verify_clock=lambda: rewards.verify_seconds)
     if checkpoint is not None:
         truncate_metrics(output_dir, int(checkpoint.name.rsplit("-", 1)[-1]))
     else:

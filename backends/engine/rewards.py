@@ -4,6 +4,10 @@ The batch is verified once (``env.verify_batch``, in a worker thread with a wall
 and every component's function reads its own score from that one result. A verifier *error*
 becomes ``None`` — TRL treats the row as unscorable and gives it no advantage — and is counted
 in the metrics; it is never passed off as a reward of 0.
+
+A verifier that hangs keeps its thread: the batch it was scoring is left unscored after one
+budget, and the stuck executor is abandoned for a fresh one, so the next batch does not queue
+behind it. A hang costs one budget once, not every later batch.
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import math
+import queue
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,6 +30,37 @@ logger = logging.getLogger("rlvr_gym.backends")
 RewardFunction = Callable[..., list[float | None]]
 
 
+class _DaemonWorker:
+    """One daemon thread running submitted calls in order.
+
+    Unlike ``ThreadPoolExecutor`` (whose threads the interpreter joins at exit), an abandoned
+    worker stuck in a hung verifier cannot keep the process alive after training ends.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[concurrent.futures.Future, Callable[[], Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        threading.Thread(target=self._run, name="verify", daemon=True).start()
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            future, call = job
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(call())
+                except BaseException as exc:  # handed to the waiting caller, never lost
+                    future.set_exception(exc)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._jobs.put((future, lambda: fn(*args)))
+        return future
+
+    def shutdown(self) -> None:
+        self._jobs.put(None)
+
+
 class EnvRewards:
     """Builds the reward functions and metrics for one env; shared by every backend."""
 
@@ -32,9 +70,15 @@ class EnvRewards:
         self.timeout_s = timeout_s
         rubric = env.rubric
         self.weights = dict(rubric.normalized_weights) if isinstance(rubric, Rubric) else {"reward": 1.0}
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify")
+        self._pool = self._new_pool()
+        self.abandoned_pools = 0
+        self.verify_seconds = 0.0
         self._batch: tuple[Sequence[Any], list[Verdict] | None] | None = None
         self.totals: Counter[str] = Counter()
+
+    @staticmethod
+    def _new_pool() -> _DaemonWorker:
+        return _DaemonWorker()
 
     @property
     def names(self) -> list[str]:
@@ -71,14 +115,22 @@ class EnvRewards:
         if self._batch is not None and self._batch[0] is completions:
             return self._batch[1]
         tasks: list[Task] = [self.env.tasks(s)[int(i)] for s, i in zip(splits, indices, strict=True)]
+        started = time.perf_counter()
         future = self._pool.submit(self.env.verify_batch, completions, tasks)
         try:
             verdicts: list[Verdict] | None = future.result(timeout=self.timeout_s)
         except concurrent.futures.TimeoutError:
             logger.warning(
-                "verify_batch exceeded %.0f s; the batch is left unscored (not zeroed)", self.timeout_s
+                "verify_batch exceeded %.0f s; the batch is left unscored (not zeroed) and the stuck "
+                "verifier thread is abandoned for a fresh one",
+                self.timeout_s,
             )
             verdicts = None
+            self._abandon_pool()
+        elapsed = time.perf_counter() - started
+        self.verify_seconds += elapsed
+        if log_metric is not None:
+            log_metric("verifier/time_s", elapsed)
         self._batch = (completions, verdicts)
         self._record(verdicts, len(completions), log_metric)
         return verdicts
@@ -118,5 +170,11 @@ class EnvRewards:
         std = math.sqrt(sum((a - mean) ** 2 for a in advantages) / len(advantages))
         return {"advantage/mean": mean, "advantage/std": std}
 
+    def _abandon_pool(self) -> None:
+        """Leave the stuck thread to finish (or not) on its own; later batches get a fresh one."""
+        self._pool.shutdown()
+        self._pool = self._new_pool()
+        self.abandoned_pools += 1
+
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown()
