@@ -94,7 +94,7 @@ class SleepySampler:
 
 
 def test_evaluate_scores_a_batch_at_a_time_on_the_sandbox_pool(tmp_path):
-    """8 rollouts that each time out at 1 s wall: one at a time takes >= 8 s, the pool of 4 ~2 s."""
+    """8 rollouts that each sleep into a timeout: on a pool of 4 they overlap (measured ~0.5x)."""
     from rlvr_gym.envs.humaneval import HumanEvalEnv
     from rlvr_gym.trainers.evaluate import evaluate
     from rlvr_gym.verifiers.code.pool import SandboxPool
@@ -105,15 +105,25 @@ def test_evaluate_scores_a_batch_at_a_time_on_the_sandbox_pool(tmp_path):
         import pytest
 
         pytest.skip(f"offline HumanEval copy not found at {HUMANEVAL}")
-    wall_s, rollouts = 1.0, 8
     # restricted=False: RestrictedPython would refuse `import time` before the sandbox runs it.
-    env = HumanEvalEnv(
-        data_path=HUMANEVAL, limits=Limits(wall_s=wall_s), pool=SandboxPool(4), restricted=False
-    )
-    started = time.perf_counter()
-    result = evaluate(
-        env, "m", n=2, limit=4, split="test", output_dir=tmp_path, sampler=SleepySampler(env), progress=False
-    )
-    elapsed = time.perf_counter() - started
-    assert result.summary["reasons"] == {"timeout": rollouts}
-    assert elapsed < 0.6 * rollouts * wall_s, f"{elapsed:.1f} s: scored one at a time, not on the pool"
+    env = HumanEvalEnv(data_path=HUMANEVAL, limits=Limits(wall_s=1.0), pool=SandboxPool(4), restricted=False)
+
+    def timed(batch_rollouts: int, folder: str) -> float:
+        started = time.perf_counter()
+        result = evaluate(
+            env,
+            "m",
+            n=2,
+            limit=4,
+            split="test",
+            output_dir=tmp_path / folder,
+            sampler=SleepySampler(env),
+            progress=False,
+            batch_rollouts=batch_rollouts,
+        )
+        assert result.summary["reasons"] == {"timeout": 8}
+        return time.perf_counter() - started
+
+    one_at_a_time = timed(1, "sequential")  # the anchor, measured in the same test
+    batched = timed(32, "batched")
+    assert batched < 0.8 * one_at_a_time, f"batched {batched:.1f} s vs one at a time {one_at_a_time:.1f} s"

@@ -50,6 +50,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     ids = sorted(envs.registry) if args.all else args.ids
     if not ids:
         raise CliError("name at least one env id, or pass --all")
+    if args.n_tasks < 1:
+        raise CliError(f"--n-tasks must be >= 1, got {args.n_tasks}")
     failed = 0
     for env_id in ids:
         env = envs.make(env_id, **parse_env_args(args.env_arg))
@@ -342,7 +344,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, help="HF model path or hub id")
     p.add_argument("--n", type=int, default=4, help="samples per task (default 4)")
     p.add_argument(
-        "--k", type=int, action="append", default=None, help="pass@k to report, repeatable (default 1 and n)"
+        "--k",
+        type=int,
+        nargs="+",
+        action="extend",
+        default=None,
+        help="pass@k to report: --k 1 4 or --k 1 --k 4 (default 1 and n)",
     )
     p.add_argument("--split", default=None, help="default: test when the env has it")
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N tasks")

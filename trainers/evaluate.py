@@ -23,6 +23,7 @@ from rlvr_gym import envs
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.envs.env import Observation
 from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
+from rlvr_gym.trainers.model_ref import check_model_reference
 from rlvr_gym.trainers.passk import mean_pass_at_k
 from rlvr_gym.trainers.rollouts import ROLLOUTS_FILE, RolloutLog
 
@@ -243,6 +244,8 @@ def evaluate(
         )
     if isinstance(batch_rollouts, bool) or not isinstance(batch_rollouts, int) or batch_rollouts < 1:
         raise InvalidArgument(f"batch_rollouts must be an integer >= 1, got {batch_rollouts!r}")
+    if sampler is None:
+        check_model_reference(model)
     env_obj = envs.make(env) if isinstance(env, str) else env
     spec = getattr(env_obj, "spec", None)
     env_id = spec.id if spec is not None else type(env_obj).__name__

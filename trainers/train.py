@@ -10,6 +10,7 @@ from rlvr_gym import backends, envs
 from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import NotAvailable
+from rlvr_gym.trainers.model_ref import check_model_reference
 
 logger = logging.getLogger("rlvr_gym.trainers")
 
@@ -74,6 +75,8 @@ def train(
     for ``deepspeed-zero2``, ``mode="colocate"`` for ``fsdp-vllm``).
     Returns the backend's ``RunResult`` (output folder, saved model, metrics rows, plot path).
     """
+    if config.model is not None:
+        check_model_reference(config.model)
     env = resolve_env(env, config)
     name = backends.auto(config.model, config=config) if backend == "auto" else backend
     module = backends.get(name)
