@@ -14,6 +14,7 @@ from typing import Any
 logger = logging.getLogger("rlvr_gym.trainers")
 
 METRICS_FILE = "metrics.jsonl"
+ROLLOUTS_FILE = "rollouts.jsonl"  # training samples (backends) and eval rollouts (trainers) alike
 
 # TRL's log keys -> ours (TRL prefixes with train/ or not depending on version; both are handled).
 RENAMES = {
@@ -49,17 +50,17 @@ def normalise(logs: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
-    path = Path(run_dir) / METRICS_FILE
+def read_metrics(run_dir: str | Path, name: str = METRICS_FILE) -> list[dict[str, Any]]:
+    path = Path(run_dir) / name
     if not path.is_file():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def truncate_metrics(run_dir: str | Path, after_step: int) -> None:
+def truncate_metrics(run_dir: str | Path, after_step: int, name: str = METRICS_FILE) -> None:
     """Drop rows past ``after_step`` (a resumed run re-logs them from its checkpoint)."""
-    path = Path(run_dir) / METRICS_FILE
-    kept = [row for row in read_metrics(run_dir) if row.get("step", 0) <= after_step]
+    path = Path(run_dir) / name
+    kept = [row for row in read_metrics(run_dir, name) if row.get("step", 0) <= after_step]
     if path.exists():
         path.write_text("".join(json.dumps(row) + "\n" for row in kept))
 

@@ -12,9 +12,16 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from rlvr_gym.backends.config import RunConfig
+from rlvr_gym.backends.config import TRACKERS, RunConfig
+from rlvr_gym.backends.console import quiet_libraries, use_progress_line
 from rlvr_gym.backends.engine.rewards import EnvRewards
-from rlvr_gym.backends.metrics import MetricsWriter, plot_rewards, read_metrics, truncate_metrics
+from rlvr_gym.backends.metrics import (
+    ROLLOUTS_FILE,
+    MetricsWriter,
+    plot_rewards,
+    read_metrics,
+    truncate_metrics,
+)
 from rlvr_gym.backends.protocol import RunResult
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument, MissingPath, NotAvailable
@@ -131,6 +138,16 @@ def trl_config(config: RunConfig, rewards: EnvRewards, **overrides: Any):
     return TRLGRPOConfig(**kwargs)
 
 
+def check_trackers(report_to: tuple[str, ...]) -> None:
+    """Refuse a tracker whose package is missing up front, naming the extra that installs it."""
+    for tracker in report_to:
+        modules = ("tensorboard", "tensorboardX") if tracker == "tensorboard" else (tracker,)
+        if not any(importlib.util.find_spec(m) is not None for m in modules):
+            raise NotAvailable(
+                f"--report-to {tracker}: {tracker} is not installed (pip install 'rlvr-gym[{TRACKERS[tracker]}]')"
+            )
+
+
 def peft_config(config: RunConfig):
     if config.lora is None:
         return None
@@ -224,6 +241,9 @@ def train(
         raise NotAvailable(f"trl backend unavailable: {why}")
     from transformers import AutoTokenizer
 
+    check_trackers(config.report_to)
+    if not config.verbose:
+        quiet_libraries()
     trainer_class = trainer_class_for(config, trainer_class)
 
     output_dir = Path(config.output_dir)
@@ -233,13 +253,21 @@ def train(
     tokenizer = AutoTokenizer.from_pretrained(str(model))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    rewards = EnvRewards(env, num_generations=config.num_generations, timeout_s=config.verify_timeout_s)
+    rewards = EnvRewards(
+        env,
+        num_generations=config.num_generations,
+        timeout_s=config.verify_timeout_s,
+        rollout_log=output_dir / ROLLOUTS_FILE if config.rollout_log_steps else None,
+        rollout_every=config.rollout_log_steps,
+    )
     dataset = build_dataset(env, env.splits[0], tokenizer, config.max_prompt_length)
     writer = MetricsWriter(output_dir, verify_clock=lambda: rewards.verify_seconds)
     if checkpoint is not None:
         truncate_metrics(output_dir, int(checkpoint.name.rsplit("-", 1)[-1]))
+        truncate_metrics(output_dir, int(checkpoint.name.rsplit("-", 1)[-1]), ROLLOUTS_FILE)
     else:
         writer.path.unlink(missing_ok=True)
+        (output_dir / ROLLOUTS_FILE).unlink(missing_ok=True)
     trainer = trainer_class(
         model=str(model),
         reward_funcs=rewards.functions(),
@@ -249,6 +277,8 @@ def train(
         peft_config=peft_config(config),
         callbacks=[metrics_callback(writer)],
     )
+    if not config.verbose:
+        use_progress_line(trainer)
     try:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     finally:

@@ -141,12 +141,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         liger_loss=args.liger_loss,
         save_steps=args.save_steps,
         seed=args.seed,
+        verbose=args.verbose,
+        report_to=tuple(args.report_to or ()),
+        rollout_log_steps=args.rollout_log_steps,
         **{**defaults, **{k: v for k, v in given.items() if v is not None}},
     )
-    if config.warm_start_steps:
-        print(
-            f"note: a supervised warm start of {config.warm_start_steps} steps on {args.env}'s reference answers runs first"
-        )
     result = train(
         config.env_id, config, backend=args.backend, resume=args.resume, backend_options=backend_options(args)
     )
@@ -336,6 +335,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--save-steps", type=int, default=25)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--report-to",
+        nargs="+",
+        action="extend",
+        choices=("tensorboard", "wandb", "none"),
+        default=None,
+        help="trackers to log to (tensorboard needs rlvr-gym[tensorboard], wandb rlvr-gym[wandb]); default none",
+    )
+    p.add_argument(
+        "--rollout-log-steps",
+        type=int,
+        default=10,
+        help="every N steps, append one group's rollouts to OUTPUT_DIR/rollouts.jsonl (0: off)",
+    )
+    p.add_argument(
+        "--verbose", action="store_true", help="print the raw per-step log dict and the libraries' own bars"
+    )
     p.set_defaults(run=cmd_train)
 
     p = sub.add_parser("eval", help="sample completions on an env's tasks, score them, report pass@k")

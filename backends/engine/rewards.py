@@ -13,6 +13,7 @@ behind it. A hang costs one budget once, not every later batch.
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import logging
 import math
 import queue
@@ -20,6 +21,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from rlvr_gym.envs import SingleTurnEnv
@@ -64,8 +66,23 @@ class _DaemonWorker:
 class EnvRewards:
     """Builds the reward functions and metrics for one env; shared by every backend."""
 
-    def __init__(self, env: SingleTurnEnv, *, num_generations: int, timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        env: SingleTurnEnv,
+        *,
+        num_generations: int,
+        timeout_s: float = 60.0,
+        rollout_log: str | Path | None = None,
+        rollout_every: int = 10,
+        rollout_samples: int | None = None,
+    ) -> None:
         self.env = env
+        # Every ``rollout_every`` steps, one group's rollouts (prompt, completion, verdict) are
+        # appended to ``rollout_log`` so the report shows what the policy wrote while training.
+        self.rollout_log = Path(rollout_log) if rollout_log is not None else None
+        self.rollout_every = rollout_every
+        self.rollout_samples = rollout_samples or num_generations
+        self._logged_steps: set[int] = set()
         self.num_generations = num_generations
         self.timeout_s = timeout_s
         rubric = env.rubric
@@ -93,6 +110,9 @@ class EnvRewards:
             prompts: list, completions: list, task_split: list, task_index: list, **kwargs: Any
         ) -> list:
             verdicts = self.verdicts(completions, task_split, task_index, kwargs.get("log_metric"))
+            self._log_rollouts(
+                kwargs.get("trainer_state"), prompts, completions, task_split, task_index, verdicts
+            )
             if verdicts is None:
                 return [None] * len(completions)
             return [None if v.reason is Reason.ERROR else self._score(v, name) for v in verdicts]
@@ -169,6 +189,38 @@ class EnvRewards:
         mean = sum(advantages) / len(advantages)
         std = math.sqrt(sum((a - mean) ** 2 for a in advantages) / len(advantages))
         return {"advantage/mean": mean, "advantage/std": std}
+
+    def _log_rollouts(
+        self,
+        state: Any,
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        splits: Sequence[str],
+        indices: Sequence[int],
+        verdicts: list[Verdict] | None,
+    ) -> None:
+        """Append one group of this batch to the rollout log, every ``rollout_every`` steps."""
+        step = getattr(state, "global_step", None)
+        if self.rollout_log is None or self.rollout_every < 1 or verdicts is None or step is None:
+            return
+        if step % self.rollout_every or step in self._logged_steps:
+            return
+        self._logged_steps.add(step)
+        rows = [
+            {
+                "step": step,
+                "split": str(splits[i]),
+                "index": int(indices[i]),
+                "sample": i,
+                "prompt": prompts[i] if prompts is not None else None,
+                "completion": completions[i],
+                "verdict": verdicts[i].to_dict(),
+            }
+            for i in range(min(self.rollout_samples, len(verdicts)))
+        ]
+        self.rollout_log.parent.mkdir(parents=True, exist_ok=True)
+        with self.rollout_log.open("a", encoding="utf-8") as out:
+            out.write("".join(json.dumps(row, default=str) + "\n" for row in rows))
 
     def _abandon_pool(self) -> None:
         """Leave the stuck thread to finish (or not) on its own; later batches get a fresh one."""
