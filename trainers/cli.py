@@ -118,7 +118,7 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Run GRPO on an env; metrics, checkpoints, the model and a reward plot go to --output-dir."""
-    from rlvr_gym.backends.config import TINY_DEMO, LoraSettings, RunConfig
+    from rlvr_gym.backends.config import TINY_DEMO, TINY_DEMO_ENV, LoraSettings, RunConfig
     from rlvr_gym.trainers.train import train
 
     # Without --model the tiny offline model trains under the demo settings; flags still win.
@@ -134,7 +134,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = RunConfig(
         model=args.model,
         env_id=args.env,
-        env_kwargs=parse_env_args(args.env_arg),
+        env_kwargs={
+            **(TINY_DEMO_ENV.get(args.env, {}) if args.model is None else {}),
+            **parse_env_args(args.env_arg),
+        },
         output_dir=args.output_dir or f"runs/{args.env.replace('/', '_')}",
         beta=args.beta,
         lora=LoraSettings(r=args.lora_r) if args.lora_r else None,
@@ -152,9 +155,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     rows = [r for r in result.metrics if "reward/mean" in r]
     if rows:
         fifth = max(1, len(rows) // 5)
-        first = sum(r["reward/mean"] for r in rows[:fifth]) / fifth
-        last = sum(r["reward/mean"] for r in rows[-fifth:]) / fifth
-        print(f"reward mean: first fifth {first:.3f} -> last fifth {last:.3f} over {result.steps} steps")
+        for key, label in (("accuracy", "accuracy   "), ("reward/mean", "reward mean")):
+            first = sum(r.get(key, 0.0) for r in rows[:fifth]) / fifth
+            last = sum(r.get(key, 0.0) for r in rows[-fifth:]) / fifth
+            print(f"{label}: first fifth {first:.3f} -> last fifth {last:.3f} over {result.steps} steps")
     print(f"metrics: {result.output_dir / 'metrics.jsonl'}")
     print(f"model:   {result.model_dir}")
     if result.plot:
