@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rlvr_gym import envs
-from rlvr_gym.backends.config import TINY_DEMO_ENV
 from rlvr_gym.trainers import TINY_DEMO, RunConfig, evaluate, train
 from rlvr_gym.trainers.cli import parse_env_args
 from rlvr_gym.trainers.report import build_report
@@ -39,8 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
 
-    demo_env = TINY_DEMO_ENV.get(args.env, {}) if args.model is None else {}  # the demo's difficulty
-    env = envs.make(args.env, **{**demo_env, **parse_env_args(args.env_arg)})
+    env = envs.make(args.env, **parse_env_args(args.env_arg))
     started = time.perf_counter()
 
     def phase(name: str) -> None:

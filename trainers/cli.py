@@ -118,7 +118,7 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Run GRPO on an env; metrics, checkpoints, the model and a reward plot go to --output-dir."""
-    from rlvr_gym.backends.config import TINY_DEMO, TINY_DEMO_ENV, LoraSettings, RunConfig
+    from rlvr_gym.backends.config import TINY_DEMO, LoraSettings, RunConfig
     from rlvr_gym.trainers.train import train
 
     # Without --model the tiny offline model trains under the demo settings; flags still win.
@@ -134,10 +134,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = RunConfig(
         model=args.model,
         env_id=args.env,
-        env_kwargs={
-            **(TINY_DEMO_ENV.get(args.env, {}) if args.model is None else {}),
-            **parse_env_args(args.env_arg),
-        },
+        env_kwargs=parse_env_args(args.env_arg),
         output_dir=args.output_dir or f"runs/{args.env.replace('/', '_')}",
         beta=args.beta,
         lora=LoraSettings(r=args.lora_r) if args.lora_r else None,
