@@ -14,6 +14,9 @@ from typing import Any, Literal
 
 from rlvr_gym.error import InvalidArgument
 
+TRACKERS = {"tensorboard": "tensorboard", "wandb": "wandb"}
+"""Trackers ``report_to`` accepts -> the rlvr-gym extra that installs each."""
+
 LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo"]
 ScaleRewards = Literal["group", "batch", "none"]
 
@@ -59,6 +62,10 @@ class RunConfig:
     ``logps_token_chunk × logps_vocab_chunk`` logits for the policy, old-policy and reference
     passes; ``gradient_checkpointing`` recomputes layer activations in backward;
     ``offload_activations`` keeps the activations saved for backward in CPU memory (GPU only).
+
+    Console and logs: ``verbose`` prints the raw per-step dict and the libraries' own bars (else
+    one live progress line); ``report_to`` names trackers (``tensorboard``, ``wandb``);
+    ``rollout_log_steps`` samples training rollouts to ``rollouts.jsonl`` every N steps (0: off).
     """
 
     model: str | None = None
@@ -92,6 +99,8 @@ class RunConfig:
     save_steps: int = 25
     report_to: tuple[str, ...] = ()
     verify_timeout_s: float = 60.0
+    verbose: bool = False
+    rollout_log_steps: int = 10
 
     def __post_init__(self) -> None:
         positive = (
@@ -131,6 +140,22 @@ class RunConfig:
         if self.scale_rewards not in ScaleRewards.__args__:
             raise InvalidArgument(
                 f"scale_rewards must be one of {ScaleRewards.__args__}, got {self.scale_rewards!r}"
+            )
+        report_to = (self.report_to,) if isinstance(self.report_to, str) else tuple(self.report_to)
+        report_to = tuple(dict.fromkeys(t for t in report_to if t != "none"))
+        unknown = [t for t in report_to if t not in TRACKERS]
+        if unknown:
+            raise InvalidArgument(
+                f"report_to: unknown tracker(s) {unknown}; choose from {list(TRACKERS)} or 'none'"
+            )
+        object.__setattr__(self, "report_to", report_to)
+        if (
+            isinstance(self.rollout_log_steps, bool)
+            or not isinstance(self.rollout_log_steps, int)
+            or self.rollout_log_steps < 0
+        ):
+            raise InvalidArgument(
+                f"rollout_log_steps must be an integer >= 0 (0: none), got {self.rollout_log_steps!r}"
             )
         if isinstance(self.lora, dict):
             object.__setattr__(self, "lora", LoraSettings(**self.lora))

@@ -22,6 +22,7 @@ from typing import Any
 
 from rlvr_gym.backends import trl as trl_backend
 from rlvr_gym.backends.config import LoraSettings, RunConfig
+from rlvr_gym.backends.console import announce
 from rlvr_gym.backends.engine.launch import LaunchSpec, is_worker, run, worker_main, write_job
 from rlvr_gym.backends.metrics import plot_rewards, read_metrics
 from rlvr_gym.backends.protocol import RunResult
@@ -110,6 +111,11 @@ def extensions_dir() -> Path:
     return Path(os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(default)))
 
 
+def cpu_adam_built(ops: Path) -> bool:
+    """Whether an earlier run left a compiled ``cpu_adam`` library in the extensions folder."""
+    return ops.is_dir() and any(ops.glob("**/cpu_adam*.so"))
+
+
 def train(
     env: SingleTurnEnv,
     config: RunConfig,
@@ -135,7 +141,12 @@ def train(
         **training_overrides(config, micro_batch_size=micro_batch_size, offload=offload),
         **trl_overrides,
     }
-    extensions_dir()
+    ops = extensions_dir()
+    if offload and not is_worker() and not cpu_adam_built(ops):
+        announce(
+            f"first DeepSpeed run here: compiling its cpu_adam op once into {ops} "
+            "(about 2-5 minutes on a CPU; later runs reuse it)"
+        )
     if launch.in_process or is_worker():
         return _train_here(env, config, model=model, resume=resume, overrides=overrides)
     output_dir = Path(config.output_dir)

@@ -7,12 +7,14 @@ import logging
 import resource
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger("rlvr_gym.trainers")
 
 METRICS_FILE = "metrics.jsonl"
+ROLLOUTS_FILE = "rollouts.jsonl"  # training samples (backends) and eval rollouts (trainers) alike
 
 # TRL's log keys -> ours (TRL prefixes with train/ or not depending on version; both are handled).
 RENAMES = {
@@ -48,17 +50,17 @@ def normalise(logs: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
-    path = Path(run_dir) / METRICS_FILE
+def read_metrics(run_dir: str | Path, name: str = METRICS_FILE) -> list[dict[str, Any]]:
+    path = Path(run_dir) / name
     if not path.is_file():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def truncate_metrics(run_dir: str | Path, after_step: int) -> None:
+def truncate_metrics(run_dir: str | Path, after_step: int, name: str = METRICS_FILE) -> None:
     """Drop rows past ``after_step`` (a resumed run re-logs them from its checkpoint)."""
-    path = Path(run_dir) / METRICS_FILE
-    kept = [row for row in read_metrics(run_dir) if row.get("step", 0) <= after_step]
+    path = Path(run_dir) / name
+    kept = [row for row in read_metrics(run_dir, name) if row.get("step", 0) <= after_step]
     if path.exists():
         path.write_text("".join(json.dumps(row) + "\n" for row in kept))
 
@@ -70,7 +72,14 @@ class MetricsWriter:
     if that fraction stays above ``zero_variance_warn`` for ``window`` logs, the run says so.
     """
 
-    def __init__(self, run_dir: str | Path, *, zero_variance_warn: float = 0.8, window: int = 5) -> None:
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        zero_variance_warn: float = 0.8,
+        window: int = 5,
+        verify_clock: Callable[[], float] | None = None,
+    ) -> None:
         self.path = Path(run_dir) / METRICS_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.zero_variance_warn = zero_variance_warn
@@ -78,18 +87,29 @@ class MetricsWriter:
         self.warned = False
         self.step_started = time.perf_counter()
         self.step_times: list[float] = []
+        # Seconds spent verifying so far (EnvRewards.verify_seconds): gives the verifier's share.
+        self.verify_clock = verify_clock
+        self.verify_started = 0.0
+        self.verify_times: list[float] = []
 
     def step_begin(self) -> None:
         self.step_started = time.perf_counter()
+        if self.verify_clock is not None:
+            self.verify_started = self.verify_clock()
 
     def step_end(self) -> None:
         self.step_times.append(time.perf_counter() - self.step_started)
+        if self.verify_clock is not None:
+            self.verify_times.append(self.verify_clock() - self.verify_started)
 
     def write(self, step: int, logs: dict[str, Any]) -> dict[str, Any]:
         row = {"step": step, **normalise(logs)}
         if self.step_times:
             row["step_time_s"] = sum(self.step_times) / len(self.step_times)
+            if self.verify_times and sum(self.step_times) > 0:
+                row["verifier/share"] = min(1.0, sum(self.verify_times) / sum(self.step_times))
             self.step_times.clear()
+            self.verify_times.clear()
         row["peak_rss_bytes"] = peak_rss_bytes()
         gpu = peak_gpu_bytes()
         if gpu is not None:

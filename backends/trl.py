@@ -14,10 +14,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from rlvr_gym.backends.config import RunConfig
+from rlvr_gym.backends.config import TRACKERS, RunConfig
+from rlvr_gym.backends.console import quiet_libraries, use_progress_line
 from rlvr_gym.backends.engine.rewards import EnvRewards
 from rlvr_gym.backends.metrics import (
     OPTIMIZER_FILE,
+    ROLLOUTS_FILE,
     MetricsWriter,
     optimizer_state_summary,
     plot_rewards,
@@ -89,6 +91,16 @@ def trl_config(config: RunConfig, rewards: EnvRewards, **overrides: Any):
     )
     kwargs.update(overrides)
     return TRLGRPOConfig(**kwargs)
+
+
+def check_trackers(report_to: tuple[str, ...]) -> None:
+    """Refuse a tracker whose package is missing up front, naming the extra that installs it."""
+    for tracker in report_to:
+        modules = ("tensorboard", "tensorboardX") if tracker == "tensorboard" else (tracker,)
+        if not any(importlib.util.find_spec(m) is not None for m in modules):
+            raise NotAvailable(
+                f"--report-to {tracker}: {tracker} is not installed (pip install 'rlvr-gym[{TRACKERS[tracker]}]')"
+            )
 
 
 def peft_config(config: RunConfig):
@@ -190,6 +202,9 @@ def train(
         raise NotAvailable(f"trl backend unavailable: {why}")
     from transformers import AutoTokenizer
 
+    check_trackers(config.report_to)
+    if not config.verbose:
+        quiet_libraries()
     trainer_class = trainer_class_for(config, trainer_class)
 
     output_dir = Path(config.output_dir)
@@ -199,11 +214,17 @@ def train(
     tokenizer = AutoTokenizer.from_pretrained(str(model))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    rewards = env_rewards(env, num_generations=config.num_generations, timeout_s=config.verify_timeout_s)
+    rewards = env_rewards(
+        env,
+        num_generations=config.num_generations,
+        timeout_s=config.verify_timeout_s,
+        rollout_log=output_dir / ROLLOUTS_FILE if config.rollout_log_steps else None,
+        rollout_every=config.rollout_log_steps,
+    )
     dataset = build_dataset(
         env, env.splits[0], tokenizer=tokenizer, max_prompt_length=config.max_prompt_length
     )
-    writer = MetricsWriter(output_dir)
+    writer = MetricsWriter(output_dir, verify_clock=lambda: rewards.verify_seconds)
     trainer = trainer_class(
         model=str(model),
         reward_funcs=rewards.functions(),
@@ -217,9 +238,14 @@ def train(
     # this function on the same folder, and only rank 0 logs metrics.
     main = trainer.is_world_process_zero()
     if main and checkpoint is not None:
-        truncate_metrics(output_dir, int(checkpoint.name.rsplit("-", 1)[-1]))
+        step = int(checkpoint.name.rsplit("-", 1)[-1])
+        truncate_metrics(output_dir, step)
+        truncate_metrics(output_dir, step, ROLLOUTS_FILE)
     elif main:
         writer.path.unlink(missing_ok=True)
+        (output_dir / ROLLOUTS_FILE).unlink(missing_ok=True)
+    if not config.verbose:
+        use_progress_line(trainer)
     try:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     finally:

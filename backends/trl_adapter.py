@@ -87,13 +87,17 @@ def dataset(
 
 
 def env_rewards(
-    env: SingleTurnEnv, *, num_generations: int | None = None, timeout_s: float = 60.0
+    env: SingleTurnEnv, *, num_generations: int | None = None, timeout_s: float = 60.0, **rollouts: Any
 ) -> EnvRewards:
     """The reward functions' shared state (one verification per batch, reason counts, metrics);
-    ``close()`` it when done. ``num_generations=None`` reads the group size off each batch."""
+    ``close()`` it when done. ``num_generations=None`` reads the group size off each batch;
+    ``rollouts`` (``rollout_log``, ``rollout_every``, ``rollout_samples``) sample what the policy
+    wrote into a JSONL file."""
     if not isinstance(env, SingleTurnEnv):
         raise InvalidType(f"reward_funcs() needs an rlvr_gym env, got {type(env).__name__}")
-    return EnvRewards(env, num_generations=num_generations, timeout_s=timeout_s, env_label=env_label(env))
+    return EnvRewards(
+        env, num_generations=num_generations, timeout_s=timeout_s, env_label=env_label(env), **rollouts
+    )
 
 
 def reward_funcs(env: SingleTurnEnv, *, timeout_s: float = 60.0) -> list[RewardFunction]:

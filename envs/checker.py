@@ -21,7 +21,7 @@ import gymnasium
 from gymnasium import spaces
 
 from rlvr_gym.envs.env import EnvStateError, SingleTurnEnv
-from rlvr_gym.error import Error
+from rlvr_gym.error import Error, InvalidArgument
 from rlvr_gym.verifiers import Verdict, thaw
 
 
@@ -270,6 +270,8 @@ def check_env(env: SingleTurnEnv, n_tasks: int = 8) -> list[str]:
 
     Raises :class:`EnvCheckError` at the first broken rule.
     """
+    if isinstance(n_tasks, bool) or not isinstance(n_tasks, int) or n_tasks < 1:
+        raise InvalidArgument(f"n_tasks (tasks per split to check) must be an integer >= 1, got {n_tasks!r}")
     if not isinstance(env, SingleTurnEnv):
         raise EnvCheckError("type", f"expected an envs.SingleTurnEnv, got {type(env).__name__}")
     passed = []

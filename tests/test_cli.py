@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rlvr_gym import envs
-from rlvr_gym.trainers.cli import main
+from rlvr_gym.trainers.cli import build_parser, main
 
 
 def test_envs_lists_ids_with_descriptions(capsys):
@@ -117,3 +117,39 @@ def test_check_imports_a_local_env_module(tmp_path, monkeypatch, capsys):
         sys.modules.pop(module, None)
     assert main(["check", "--import", "no_such_module_xyz", "arith"]) == 2
     assert "--import no_such_module_xyz" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--env", "arith", "--model", "/does/not/exist"], "no such folder"),
+        (["eval", "--env", "arith", "--model", "/does/not/exist"], "no such folder"),
+        (["check", "arith", "--n-tasks", "0"], "--n-tasks must be >= 1"),
+        (["check", "arith", "--n-tasks", "-3"], "--n-tasks must be >= 1"),
+        (
+            ["eval", "--env", "arith", "--model", "/does/not/exist", "--temperature", "0", "--n", "4"],
+            "greedy",
+        ),
+    ],
+)
+def test_user_errors_are_one_line_exit_2_and_leave_nothing_behind(argv, message, capsys, tmp_path):
+    out = tmp_path / "out"
+    if argv[0] in ("train", "eval"):
+        argv = [*argv, "--output-dir", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rlvr-gym: error: ") and message in err and err.count("\n") == 1
+    assert not out.exists()  # nothing half-made that could refuse the corrected retry
+
+
+def test_eval_takes_k_as_the_readme_writes_it():
+    parse = build_parser().parse_args
+    assert parse(["eval", "--env", "arith", "--k", "1", "4"]).k == [1, 4]
+    assert parse(["eval", "--env", "arith", "--k", "1", "--k", "4"]).k == [1, 4]
+
+
+def test_check_env_refuses_a_task_count_below_one():
+    from rlvr_gym.error import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="n_tasks"):
+        envs.check_env(envs.make("arith"), n_tasks=0)

@@ -116,6 +116,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     ids = sorted(envs.registry) if args.all else args.ids
     if not ids:
         raise CliError("name at least one env id, or pass --all")
+    if args.n_tasks < 1:
+        raise CliError(f"--n-tasks must be >= 1, got {args.n_tasks}")
     failed = 0
     for env_id in ids:
         env = envs.make(env_id, **parse_env_args(args.env_arg))
@@ -205,14 +207,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         liger_loss=args.liger_loss,
         save_steps=args.save_steps,
         seed=args.seed,
+        verbose=args.verbose,
+        report_to=tuple(args.report_to or ()),
+        rollout_log_steps=args.rollout_log_steps,
         **{**defaults, **{k: v for k, v in given.items() if v is not None}},
     )
     if args.no_audit:
         print("note: --no-audit: the reward-hack audit is skipped")
-    if config.warm_start_steps:
-        print(
-            f"note: a supervised warm start of {config.warm_start_steps} steps on {args.env}'s reference answers runs first"
-        )
     result = train(
         config.env_id,
         config,
@@ -224,9 +225,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     rows = [r for r in result.metrics if "reward/mean" in r]
     if rows:
         fifth = max(1, len(rows) // 5)
-        first = sum(r["reward/mean"] for r in rows[:fifth]) / fifth
-        last = sum(r["reward/mean"] for r in rows[-fifth:]) / fifth
-        print(f"reward mean: first fifth {first:.3f} -> last fifth {last:.3f} over {result.steps} steps")
+        for key, label in (("accuracy", "accuracy   "), ("reward/mean", "reward mean")):
+            first = sum(r.get(key, 0.0) for r in rows[:fifth]) / fifth
+            last = sum(r.get(key, 0.0) for r in rows[-fifth:]) / fifth
+            print(f"{label}: first fifth {first:.3f} -> last fifth {last:.3f} over {result.steps} steps")
     print(f"metrics: {result.output_dir / 'metrics.jsonl'}")
     print(f"model:   {result.model_dir}")
     if result.plot:
@@ -416,6 +418,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-audit", action="store_true", help="skip the fast reward-hack audit that runs before training"
     )
+    p.add_argument(
+        "--report-to",
+        nargs="+",
+        action="extend",
+        choices=("tensorboard", "wandb", "none"),
+        default=None,
+        help="trackers to log to (tensorboard needs rlvr-gym[tensorboard], wandb rlvr-gym[wandb]); default none",
+    )
+    p.add_argument(
+        "--rollout-log-steps",
+        type=int,
+        default=10,
+        help="every N steps, append one group's rollouts to OUTPUT_DIR/rollouts.jsonl (0: off)",
+    )
+    p.add_argument(
+        "--verbose", action="store_true", help="print the raw per-step log dict and the libraries' own bars"
+    )
     add_import_arg(p)
     p.set_defaults(run=cmd_train)
 
@@ -444,7 +463,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, help="HF model path or hub id")
     p.add_argument("--n", type=int, default=4, help="samples per task (default 4)")
     p.add_argument(
-        "--k", type=int, action="append", default=None, help="pass@k to report, repeatable (default 1 and n)"
+        "--k",
+        type=int,
+        nargs="+",
+        action="extend",
+        default=None,
+        help="pass@k to report: --k 1 4 or --k 1 --k 4 (default 1 and n)",
     )
     p.add_argument("--split", default=None, help="default: test when the env has it")
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N tasks")

@@ -23,6 +23,7 @@ from rlvr_gym import envs
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.envs.env import Observation
 from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
+from rlvr_gym.trainers.model_ref import check_model_reference
 from rlvr_gym.trainers.passk import mean_pass_at_k
 from rlvr_gym.trainers.rollouts import ROLLOUTS_FILE, RolloutLog
 
@@ -180,8 +181,12 @@ def summarise(rows: Sequence[dict[str, Any]], n: int, ks: Sequence[int]) -> dict
     return summary
 
 
-def _check_settings(output_dir: Path, settings: dict[str, Any]) -> None:
-    """A resumed eval must continue the same eval: refuse a folder made with other settings."""
+def _check_settings(output_dir: Path, settings: dict[str, Any], *, write: bool) -> None:
+    """A resumed eval must continue the same eval: refuse a folder made with other settings.
+
+    The settings are written (``write``) only after the model has loaded, so a failed start
+    (a mistyped model path) leaves nothing that refuses the corrected retry.
+    """
     path = output_dir / SETTINGS_FILE
     if path.is_file():
         before = json.loads(path.read_text())
@@ -191,7 +196,7 @@ def _check_settings(output_dir: Path, settings: dict[str, Any]) -> None:
                 f"{output_dir} holds an eval with other settings ({', '.join(changed)} differ); "
                 "use another output dir or fresh=True (--fresh)"
             )
-    else:
+    elif write:
         path.write_text(json.dumps(settings, indent=2) + "\n")
 
 
@@ -211,11 +216,14 @@ def evaluate(
     fresh: bool = False,
     progress: bool = True,
     sampler: Sampler | None = None,
+    batch_rollouts: int = 32,
 ) -> EvalResult:
     """Evaluate ``model`` on the first ``limit`` tasks of ``split``: ``n`` samples per task.
 
     Resumes from ``output_dir/rollouts.jsonl`` unless ``fresh``; rollouts already there are
-    neither regenerated nor re-scored. Returns the summary (also written to ``summary.json``).
+    neither regenerated nor re-scored. Completions are scored ``batch_rollouts`` at a time
+    through ``env.verify_batch`` (a code env runs them on its sandbox pool in parallel).
+    Returns the summary (also written to ``summary.json``).
     """
     ks = [k] if isinstance(k, int) else list(k)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -229,6 +237,15 @@ def evaluate(
         raise InvalidArgument(
             f"need max_new_tokens >= 1 and temperature >= 0, got {max_new_tokens}, {temperature}"
         )
+    if temperature == 0 and n > 1:
+        raise InvalidArgument(
+            f"temperature 0 is greedy decoding: its n={n} samples per task would all be the same; "
+            "use n=1 or a temperature > 0"
+        )
+    if isinstance(batch_rollouts, bool) or not isinstance(batch_rollouts, int) or batch_rollouts < 1:
+        raise InvalidArgument(f"batch_rollouts must be an integer >= 1, got {batch_rollouts!r}")
+    if sampler is None:
+        check_model_reference(model)
     env_obj = envs.make(env) if isinstance(env, str) else env
     spec = getattr(env_obj, "spec", None)
     env_id = spec.id if spec is not None else type(env_obj).__name__
@@ -249,7 +266,7 @@ def evaluate(
         "temperature": temperature,
         "seed": seed,
     }
-    _check_settings(out, settings)
+    _check_settings(out, settings, write=False)
 
     with RolloutLog(out / ROLLOUTS_FILE) as log:
         todo = [(i, [s for s in range(n) if (split, i, s) not in log]) for i in range(len(tasks))]
@@ -262,21 +279,25 @@ def evaluate(
             t0 = time.perf_counter()
             sampler = make_sampler(model, engine, max_new_tokens=max_new_tokens, temperature=temperature)
             load_s = time.perf_counter() - t0
+        _check_settings(out, settings, write=True)  # only once the model loaded: a typo blocks nothing
         started = time.perf_counter()  # throughput counts sampling and scoring, not model loading
         bar = _progress(total=len(tasks) * n, initial=resumed, desc=f"eval {env_id}", enabled=progress)
         try:
-            for index, samples in todo:
-                task = tasks[index]
-                prompt = env_obj.prompt(task)
-                t0 = time.perf_counter()
-                completions = sampler.sample(prompt, n, task_seed(seed, split, index))
-                gen_s += time.perf_counter() - t0
-                if len(completions) != n:
-                    raise RunFailed(f"sampler returned {len(completions)} completions, expected {n}")
-                for sample in samples:
+            for chunk in _chunks(todo, batch_rollouts):
+                pending: list[tuple[int, int, Observation, str]] = []
+                for index, samples in chunk:
+                    prompt = env_obj.prompt(tasks[index])
                     t0 = time.perf_counter()
-                    verdict = env_obj.verify(completions[sample], task)
-                    verify_s += time.perf_counter() - t0
+                    completions = sampler.sample(prompt, n, task_seed(seed, split, index))
+                    gen_s += time.perf_counter() - t0
+                    if len(completions) != n:
+                        raise RunFailed(f"sampler returned {len(completions)} completions, expected {n}")
+                    pending += [(index, sample, prompt, completions[sample]) for sample in samples]
+                # One verify_batch per chunk: code envs run the whole chunk on their sandbox pool.
+                t0 = time.perf_counter()
+                verdicts = env_obj.verify_batch([c for *_, c in pending], [tasks[i] for i, *_ in pending])
+                verify_s += time.perf_counter() - t0
+                for (index, sample, prompt, completion), verdict in zip(pending, verdicts, strict=True):
                     log.append(
                         {
                             "env": env_id,  # the exact version (gsm8k-v0), even when asked for "gsm8k"
@@ -284,12 +305,12 @@ def evaluate(
                             "index": index,
                             "sample": sample,
                             "prompt": prompt,
-                            "completion": completions[sample],
+                            "completion": completion,
                             "verdict": verdict.to_dict(),
                         }
                     )
                     generated += 1
-                    bar.update(1)
+                bar.update(len(pending))
         finally:
             bar.close()
         wall = time.perf_counter() - started
@@ -312,6 +333,20 @@ def evaluate(
     }
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     return EvalResult(out, summary, rows)
+
+
+def _chunks(todo: list[tuple[int, list[int]]], size: int):
+    """Consecutive groups of tasks holding at least ``size`` rollouts each (the last may hold fewer)."""
+    chunk: list[tuple[int, list[int]]] = []
+    count = 0
+    for item in todo:
+        chunk.append(item)
+        count += len(item[1])
+        if count >= size:
+            yield chunk
+            chunk, count = [], 0
+    if chunk:
+        yield chunk
 
 
 def _progress(*, total: int, initial: int, desc: str, enabled: bool):

@@ -96,6 +96,30 @@ def sample_rollouts(run_dir: Path, count: int) -> list[tuple[Path, dict[str, Any
     return picked
 
 
+def _rollout_label(run_dir: Path, log: Path, row: dict[str, Any]) -> str:
+    """``train step 40 #17.2`` for a training sample, ``eval #17.2`` (its folder) for an eval rollout."""
+    where = f"train step {row['step']}" if "step" in row else str(log.parent.relative_to(run_dir))
+    return _text(f"{where} #{row['index']}.{row['sample']}")
+
+
+def _component_scores(verdict: dict[str, Any]) -> str:
+    scores = (verdict.get("details") or {}).get("scores") or {}
+    return _text(", ".join(f"{k} {v:.3g}" for k, v in scores.items() if isinstance(v, int | float)))
+
+
+def _run_config(run_dir: Path) -> str:
+    """The ``config.json`` a training run saved (every RunConfig field), as a table."""
+    path = run_dir / "config.json"
+    if not path.is_file():
+        return "<p>No config.json in this run folder.</p>"
+    config = json.loads(path.read_text())
+    cells = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{_text(json.dumps(v) if isinstance(v, dict | list) else v)}</td></tr>"
+        for k, v in config.items()
+    )
+    return f"<table class='kv config'>{cells}</table>"
+
+
 def _metrics_table(rows: list[dict[str, Any]]) -> str:
     last = rows[-1]
     cells = "".join(
@@ -155,15 +179,17 @@ def render_page(
     notes = "".join(f"<li>{html.escape(m.replace('_', ' '))}: not logged in this run</li>" for m in missing)
     sample_rows = "".join(
         "<tr>"
-        f"<td>{_text(log.parent.relative_to(run_dir))}#{r['index']}.{r['sample']}</td>"
+        f"<td>{_rollout_label(run_dir, log, r)}</td>"
         f"<td><pre>{_text(r['prompt'])}</pre></td>"
         f"<td><pre class='completion'>{_text(r['completion'])}</pre></td>"
         f"<td>{_text(r['verdict']['reason'])}</td><td>{r['verdict']['score']:.3f}</td>"
+        f"<td>{_component_scores(r['verdict'])}</td>"
         "</tr>"
         for log, r in samples
     )
     samples_html = (
-        "<table class='rollouts'><tr><th>rollout</th><th>prompt</th><th>completion</th><th>reason</th><th>score</th></tr>"
+        "<table class='rollouts'><tr><th>rollout</th><th>prompt</th><th>completion</th><th>reason</th><th>score</th>"
+        "<th>per component</th></tr>"
         f"{sample_rows}</table>"
         if samples
         else "<p>No rollout logs under this run.</p>"
@@ -185,6 +211,8 @@ pre {{ white-space: pre-wrap; max-width: 40em; margin: 0; }}
 <ul class="missing">{notes}</ul>
 <h2>Last logged metrics</h2>
 {_metrics_table(rows)}
+<h2>Run config</h2>
+{_run_config(run_dir)}
 <h2>Reward-hack audit</h2>
 {_audit_section(run_dir)}
 <h2>Evaluations</h2>

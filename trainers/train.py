@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
 from rlvr_gym import backends, envs
 from rlvr_gym.backends.config import RunConfig
+from rlvr_gym.backends.console import announce, quiet_libraries
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.envs.audit import AUDIT_FILE, AuditFailed, fast_audit
 from rlvr_gym.error import NotAvailable
+from rlvr_gym.trainers.model_ref import check_model_reference
 
 logger = logging.getLogger("rlvr_gym.trainers")
 
@@ -40,6 +43,16 @@ def recorded_config(env: SingleTurnEnv, config: RunConfig, *, given_object: bool
     return config.replace(env_id=spec.id, env_kwargs=json.loads(json.dumps(dict(spec.kwargs), default=repr)))
 
 
+def env_name(env: SingleTurnEnv) -> str:
+    spec = getattr(env, "spec", None)
+    return spec.id if spec is not None else type(env).__name__
+
+
+def estimate_warm_start_s(steps: int) -> int:
+    """A rough figure for the announcement: ~0.1 s a step for the tiny model on a busy 2-core CPU."""
+    return max(5, round(steps * 0.1 / 5) * 5)
+
+
 def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Path | str:
     """The model GRPO starts from: ``config.model`` or the tiny offline one, warm-started if asked.
 
@@ -55,16 +68,21 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
 
         model = output_dir / TINY_MODEL_DIR
         if not (resume and (model / "config.json").is_file()):
-            logger.info("building the tiny offline model in %s", model)
+            announce(
+                f"building the tiny offline model (tokenizer trained on {env_name(env)}'s text) in {model}"
+            )
             build_tiny_model(model, env, seed=config.seed)
     if config.warm_start_steps:
         warm = output_dir / WARM_START_DIR
         if not (resume and (warm / "config.json").is_file()):
             from rlvr_gym.trainers.warm_start import warm_start
 
-            logger.info(
-                "supervised warm start: %d steps on %s reference answers", config.warm_start_steps, env
+            announce(
+                f"supervised warm start: {config.warm_start_steps} steps on {env_name(env)}'s reference answers, "
+                "so the tiny model can write a tagged answer before GRPO (a stated shortcut; "
+                f"about {estimate_warm_start_s(config.warm_start_steps)} s on a CPU)"
             )
+            started = time.perf_counter()
             warm_start(
                 model,
                 env,
@@ -73,6 +91,7 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
                 learning_rate=config.warm_start_learning_rate,
                 seed=config.seed,
             )
+            announce(f"warm start done in {time.perf_counter() - started:.0f} s; GRPO starts")
         model = warm
     return model
 
@@ -98,6 +117,8 @@ def train(
     passes, before any model is loaded.
     """
     given_object = isinstance(env, SingleTurnEnv)
+    if config.model is not None:
+        check_model_reference(config.model)
     env = resolve_env(env, config)
     if audit:
         Path(config.output_dir).mkdir(parents=True, exist_ok=True)
@@ -116,5 +137,7 @@ def train(
         raise NotAvailable(f"backend {name!r} cannot run here: {why}")
     Path(config.output_dir).mkdir(parents=True, exist_ok=True)
     config.save(Path(config.output_dir) / "config.json")
+    if not config.verbose:
+        quiet_libraries()
     model = prepare_model(env, config, resume=resume)
     return module.train(env, config, model=model, resume=resume, **(backend_options or {}))

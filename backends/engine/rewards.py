@@ -4,15 +4,24 @@ The batch is verified once (``env.verify_batch``, in a worker thread with a wall
 and every component's function reads its own score from that one result. A verifier *error*
 becomes ``None`` — TRL treats the row as unscorable and gives it no advantage — and is counted
 in the metrics; it is never passed off as a reward of 0.
+
+A verifier that hangs keeps its thread: the batch it was scoring is left unscored after one
+budget, and the stuck executor is abandoned for a fresh one, so the next batch does not queue
+behind it. A hang costs one budget once, not every later batch.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import logging
 import math
+import queue
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from rlvr_gym.envs import SingleTurnEnv
@@ -22,6 +31,37 @@ from rlvr_gym.verifiers import Reason, Rubric, Task, Verdict
 logger = logging.getLogger("rlvr_gym.backends")
 
 RewardFunction = Callable[..., list[float | None]]
+
+
+class _DaemonWorker:
+    """One daemon thread running submitted calls in order.
+
+    Unlike ``ThreadPoolExecutor`` (whose threads the interpreter joins at exit), an abandoned
+    worker stuck in a hung verifier cannot keep the process alive after training ends.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[concurrent.futures.Future, Callable[[], Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        threading.Thread(target=self._run, name="verify", daemon=True).start()
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            future, call = job
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(call())
+                except BaseException as exc:  # handed to the waiting caller, never lost
+                    future.set_exception(exc)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._jobs.put((future, lambda: fn(*args)))
+        return future
+
+    def shutdown(self) -> None:
+        self._jobs.put(None)
 
 
 class EnvRewards:
@@ -34,13 +74,24 @@ class EnvRewards:
         num_generations: int | None,
         timeout_s: float = 60.0,
         env_label: str | None = None,
+        rollout_log: str | Path | None = None,
+        rollout_every: int = 10,
+        rollout_samples: int | None = None,
     ) -> None:
         self.env = env
         self.num_generations = num_generations  # None: read the group size off each batch
         self.timeout_s = timeout_s
         self.env_label = env_label  # rows naming another env (a task_env column) are refused
+        # Every ``rollout_every`` steps, one group's rollouts (prompt, completion, verdict) are
+        # appended to ``rollout_log`` so the report shows what the policy wrote while training.
+        self.rollout_log = Path(rollout_log) if rollout_log is not None else None
+        self.rollout_every = rollout_every
+        self.rollout_samples = rollout_samples or num_generations or 4
+        self._logged_steps: set[int] = set()
         self.weights = self.weights_of(env)
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify")
+        self._pool = self._new_pool()
+        self.abandoned_pools = 0
+        self.verify_seconds = 0.0
         self._batch: tuple[Sequence[Any], list[Verdict] | None] | None = None
         self.totals: Counter[str] = Counter()
 
@@ -49,6 +100,10 @@ class EnvRewards:
         """Normalised weight per component (a bare verifier is one component, ``reward``)."""
         rubric = env.rubric
         return dict(rubric.normalized_weights) if isinstance(rubric, Rubric) else {"reward": 1.0}
+
+    @staticmethod
+    def _new_pool() -> _DaemonWorker:
+        return _DaemonWorker()
 
     @property
     def names(self) -> list[str]:
@@ -64,6 +119,9 @@ class EnvRewards:
         ) -> list:
             self._check_env_column(kwargs.get("task_env"))
             verdicts = self.verdicts(completions, task_split, task_index, kwargs.get("log_metric"))
+            self._log_rollouts(
+                kwargs.get("trainer_state"), prompts, completions, task_split, task_index, verdicts
+            )
             if verdicts is None:
                 return [None] * len(completions)
             return [None if v.reason is Reason.ERROR else self._score(v, name) for v in verdicts]
@@ -97,14 +155,22 @@ class EnvRewards:
         if self._batch is not None and self._batch[0] is completions:
             return self._batch[1]
         tasks: list[Task] = [self.env.tasks(s)[int(i)] for s, i in zip(splits, indices, strict=True)]
+        started = time.perf_counter()
         future = self._pool.submit(self.env.verify_batch, completions, tasks)
         try:
             verdicts: list[Verdict] | None = future.result(timeout=self.timeout_s)
         except concurrent.futures.TimeoutError:
             logger.warning(
-                "verify_batch exceeded %.0f s; the batch is left unscored (not zeroed)", self.timeout_s
+                "verify_batch exceeded %.0f s; the batch is left unscored (not zeroed) and the stuck "
+                "verifier thread is abandoned for a fresh one",
+                self.timeout_s,
             )
             verdicts = None
+            self._abandon_pool()
+        elapsed = time.perf_counter() - started
+        self.verify_seconds += elapsed
+        if log_metric is not None:
+            log_metric("verifier/time_s", elapsed)
         self._batch = (completions, verdicts)
         keys = list(zip(splits, map(int, indices), strict=True))
         self._record(verdicts, len(completions), log_metric, self.num_generations or _first_run(keys))
@@ -144,8 +210,46 @@ class EnvRewards:
         std = math.sqrt(sum((a - mean) ** 2 for a in advantages) / len(advantages))
         return {"advantage/mean": mean, "advantage/std": std}
 
+    def _log_rollouts(
+        self,
+        state: Any,
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        splits: Sequence[str],
+        indices: Sequence[int],
+        verdicts: list[Verdict] | None,
+    ) -> None:
+        """Append one group of this batch to the rollout log, every ``rollout_every`` steps."""
+        step = getattr(state, "global_step", None)
+        if self.rollout_log is None or self.rollout_every < 1 or verdicts is None or step is None:
+            return
+        if step % self.rollout_every or step in self._logged_steps:
+            return
+        self._logged_steps.add(step)
+        rows = [
+            {
+                "step": step,
+                "split": str(splits[i]),
+                "index": int(indices[i]),
+                "sample": i,
+                "prompt": prompts[i] if prompts is not None else None,
+                "completion": completions[i],
+                "verdict": verdicts[i].to_dict(),
+            }
+            for i in range(min(self.rollout_samples, len(verdicts)))
+        ]
+        self.rollout_log.parent.mkdir(parents=True, exist_ok=True)
+        with self.rollout_log.open("a", encoding="utf-8") as out:
+            out.write("".join(json.dumps(row, default=str) + "\n" for row in rows))
+
+    def _abandon_pool(self) -> None:
+        """Leave the stuck thread to finish (or not) on its own; later batches get a fresh one."""
+        self._pool.shutdown()
+        self._pool = self._new_pool()
+        self.abandoned_pools += 1
+
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown()
 
 
 def _first_run(keys: Sequence[Any]) -> int:

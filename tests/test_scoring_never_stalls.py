@@ -1,0 +1,129 @@
+"""Scoring never stalls: a verifier that hangs once costs one budget, not every later batch."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from rlvr_gym import envs
+from rlvr_gym.backends.engine.rewards import EnvRewards
+from rlvr_gym.verifiers import NumberMatch, Rubric
+
+
+class HangsOnFirstBatch:
+    """NumberMatch, except the very first call blocks until released (a hung verifier)."""
+
+    def __init__(self) -> None:
+        self.inner = NumberMatch("answer")
+        self.release = threading.Event()
+        self.calls = 0
+
+    def __call__(self, completion, task):
+        self.calls += 1
+        if self.calls == 1:
+            self.release.wait(30)
+        return self.inner(completion, task)
+
+
+def score(rewards: EnvRewards, env, indices: list[int], logged: dict) -> list:
+    tasks = [env.tasks("train")[i] for i in indices]
+    completions = [f"<answer>{t['answer']}</answer>" for t in tasks]
+    (reward,) = rewards.functions()
+    return reward(
+        prompts=[None] * len(tasks),
+        completions=completions,
+        task_split=["train"] * len(tasks),
+        task_index=indices,
+        log_metric=logged.__setitem__,
+    )
+
+
+def test_a_verifier_that_hangs_on_batch_one_leaves_batches_two_to_k_scored():
+    env = envs.make("arith")
+    hang = HangsOnFirstBatch()
+    env.rubric = Rubric({"correct": hang})
+    rewards = EnvRewards(env, num_generations=2, timeout_s=0.5)
+    try:
+        first: dict = {}
+        started = time.perf_counter()
+        assert score(rewards, env, [0, 1], first) == [None, None]  # unscored, not zeroed
+        assert first["verifier/batch_timeouts"] == 1
+        later_times = []
+        for k in range(2, 6):
+            logged: dict = {}
+            t0 = time.perf_counter()
+            assert score(rewards, env, [2 * k, 2 * k + 1], logged) == [1.0, 1.0], f"batch {k} unscored"
+            later_times.append(time.perf_counter() - t0)
+            assert logged["accuracy"] == 1.0 and "verifier/batch_timeouts" not in logged
+            assert 0 <= logged["verifier/time_s"] < 0.5
+        assert max(later_times) < 0.5, later_times  # no batch queued behind the stuck one
+        assert time.perf_counter() - started < 0.5 + 4 * 0.5
+        assert rewards.abandoned_pools == 1 and rewards.totals["batch_timeouts"] == 1
+    finally:
+        hang.release.set()
+        rewards.close()
+
+
+def test_the_stuck_thread_is_a_daemon_so_it_cannot_keep_the_process_alive():
+    env = envs.make("arith")
+    hang = HangsOnFirstBatch()
+    env.rubric = Rubric({"correct": hang})
+    rewards = EnvRewards(env, num_generations=2, timeout_s=0.2)
+    try:
+        score(rewards, env, [0, 1], {})
+        stuck = [t for t in threading.enumerate() if t.name == "verify" and t.is_alive()]
+        assert stuck and all(t.daemon for t in stuck)
+    finally:
+        hang.release.set()
+        rewards.close()
+
+
+class SleepySampler:
+    """Every completion defines the entry point as a sleep past the wall limit: each one times out."""
+
+    engine = "scripted"
+
+    def __init__(self, env):
+        self.env = env
+        self.tasks = env.tasks("test")
+
+    def sample(self, prompt, n, seed):
+        task = next(t for t in self.tasks if self.env.prompt(t) == prompt)
+        body = f"import time\ndef {task['entry_point']}(*args, **kwargs):\n    time.sleep(30)\n"
+        return [f"```python\n{body}```"] * n
+
+
+def test_evaluate_scores_a_batch_at_a_time_on_the_sandbox_pool(tmp_path):
+    """8 rollouts that each sleep into a timeout: on a pool of 4 they overlap (measured ~0.5x)."""
+    from rlvr_gym.envs.humaneval import HumanEvalEnv
+    from rlvr_gym.trainers.evaluate import evaluate
+    from rlvr_gym.verifiers.code.pool import SandboxPool
+    from rlvr_gym.verifiers.code.sandbox import Limits
+    from tests.code_support import HUMANEVAL
+
+    if not HUMANEVAL.exists():
+        import pytest
+
+        pytest.skip(f"offline HumanEval copy not found at {HUMANEVAL}")
+    # restricted=False: RestrictedPython would refuse `import time` before the sandbox runs it.
+    env = HumanEvalEnv(data_path=HUMANEVAL, limits=Limits(wall_s=1.0), pool=SandboxPool(4), restricted=False)
+
+    def timed(batch_rollouts: int, folder: str) -> float:
+        started = time.perf_counter()
+        result = evaluate(
+            env,
+            "m",
+            n=2,
+            limit=4,
+            split="test",
+            output_dir=tmp_path / folder,
+            sampler=SleepySampler(env),
+            progress=False,
+            batch_rollouts=batch_rollouts,
+        )
+        assert result.summary["reasons"] == {"timeout": 8}
+        return time.perf_counter() - started
+
+    one_at_a_time = timed(1, "sequential")  # the anchor, measured in the same test
+    batched = timed(32, "batched")
+    assert batched < 0.8 * one_at_a_time, f"batched {batched:.1f} s vs one at a time {one_at_a_time:.1f} s"
