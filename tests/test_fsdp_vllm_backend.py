@@ -4,10 +4,7 @@ the tiny model across two gloo ranks."""
 
 from __future__ import annotations
 
-import json
 import os
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,15 +20,10 @@ from rlvr_gym.backends import fsdp_vllm
 from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.backends.engine.vllm_server import VLLMServer, VLLMServerError, trl_vllm_serve_command
 from rlvr_gym.trainers.tiny_model import build_tiny_model
+from tests.torchrun_support import free_port, run_two_ranks
 
 FAKE_SERVER = Path(__file__).with_name("fake_vllm_server.py")
 ON_CPU = not torch.cuda.is_available()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def fake(port: int, *extra: str) -> list[str]:
@@ -181,26 +173,7 @@ def test_fsdp2_and_vllm_arguments_are_accepted_by_trl(tiny_model, tmp_path):
 def test_fsdp2_wrap_plan_shards_the_model_over_two_gloo_ranks(tmp_path, tiny_model):
     out = tmp_path / "ranks"
     out.mkdir()
-    root = Path(__file__).resolve().parents[1]
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc-per-node=2",
-            f"--master-port={free_port()}",
-            str(Path(__file__).with_name("fsdp_gloo_worker.py")),
-            str(tiny_model),
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+    ranks = run_two_ranks(Path(__file__).with_name("fsdp_gloo_worker.py"), str(tiny_model), out=out)
     for rank in ranks:
         assert rank["world"] == 2 and rank["classes"] == ["Qwen2DecoderLayer"] and rank["all_dtensor"]
         assert rank["fsdp_module_types"], "no module was turned into an FSDP module"

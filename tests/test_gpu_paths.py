@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +21,7 @@ from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.backends.engine.rewards import EnvRewards
 from rlvr_gym.error import InvalidArgument, NotAvailable
 from rlvr_gym.trainers.tiny_model import build_tiny_model
+from tests.torchrun_support import run_two_ranks
 
 ROOT = Path(__file__).resolve().parents[1]
 ON_CPU = not torch.cuda.is_available()
@@ -155,33 +152,9 @@ def test_train_records_the_env_object_it_trains_not_the_default_id(tmp_path, tin
     assert optimizer["state_holder"] == "AdamW", optimizer
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_only_rank_zero_writes_the_runs_shared_files(tmp_path, tiny_model):
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc-per-node=2",
-            f"--master-port={free_port()}",
-            str(Path(__file__).with_name("trl_ranks_worker.py")),
-            str(tiny_model),
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    ranks = run_two_ranks(Path(__file__).with_name("trl_ranks_worker.py"), str(tiny_model), out=tmp_path)
     assert all(rank["steps"] == 1 for rank in ranks)
     assert ranks[1]["calls"] == [], "rank 1 wrote a shared file"
     assert {"reset_metrics", "save_tokenizer", "plot_rewards"} <= set(ranks[0]["calls"])
