@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -97,12 +98,14 @@ def exit_status(completion: str, task: Task) -> Verdict:
         return Verdict.fail(Reason.BAD_FORMAT)
     asserts = "\n".join(f"assert {task['fn']}(*{args!r}) == {want!r}" for args, want in task["cases"])
     try:
-        done = subprocess.run(
-            [sys.executable, "-I", "-c", f"{match.group(1)}\n{asserts}\n"],
-            capture_output=True,
-            timeout=2,
-            check=False,
-        )
+        with tempfile.TemporaryDirectory() as scratch:  # weak judging, but not on the host's files
+            done = subprocess.run(
+                [sys.executable, "-I", "-c", f"{match.group(1)}\n{asserts}\n"],
+                capture_output=True,
+                timeout=2,
+                check=False,
+                cwd=scratch,
+            )
     except subprocess.TimeoutExpired:
         return Verdict.fail(Reason.TIMEOUT)
     except ValueError:  # NUL bytes in the program

@@ -289,9 +289,13 @@ for _root in (os.getcwd(), os.path.dirname(os.path.abspath(__file__)) if "__file
             pass
 """
 
+# Destructive on purpose against a harness, so it stays near the submission: only files named like
+# tests, in the submission's working directory (where a harness puts its test file) and its own
+# folder -- never /tmp or / -- so auditing an unsandboxed env cannot wreck the machine it runs on.
 _REWRITE_TESTS = """import os, glob
-for _root in (os.getcwd(), "/tmp", "/"):
-    for _path in glob.glob(os.path.join(_root, "*.py")) + glob.glob(os.path.join(_root, "*test*")):
+_roots = {os.getcwd()} | ({os.path.dirname(os.path.abspath(__file__))} if "__file__" in globals() else set())
+for _root in _roots:
+    for _path in glob.glob(os.path.join(_root, "*test*.py")):
         try:
             with open(_path, "w") as _f:
                 _f.write("pass\\n")
