@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import time
 from pathlib import Path
 
@@ -100,5 +101,22 @@ def test_a_bug_in_the_target_is_reported_and_the_worker_keeps_serving() -> None:
         first = worker.call(timeout=5)
         assert first.status == "error" and "KeyError" in first.value
         assert worker.call(timeout=5).status == "error" and worker.restarts == 0
+    finally:
+        worker.close()
+
+
+def test_a_standby_started_long_ago_takes_over_without_a_false_start_failure() -> None:
+    """The standby's ready line waits in its pipe; promoting it minutes later must read it, not
+    call the worker failed (a training run's first timeout after a minute used to crash here)."""
+    worker = Worker(f"{TARGETS}:echo", memory_mb=256)
+    try:
+        worker.start()
+        standby = worker._standby
+        assert standby is not None
+        # its ready line arrives in the pipe, unread
+        assert select.select([standby.popen.stdout.fileno()], [], [], 60)[0]
+        worker._standby.started -= 600  # ten minutes old
+        worker._retire()
+        assert worker.call("hi", timeout=5).status == "ok"
     finally:
         worker.close()

@@ -118,9 +118,9 @@ class _Process:
             return None
         fd = stdout.fileno()
         while b"\n" not in self.buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
+            # Past the deadline still looks once without waiting: a standby's ready line may have
+            # sat in the pipe for minutes, and it is no less ready for that.
+            remaining = max(0.0, deadline - time.monotonic())
             readable, _, _ = select.select([fd], [], [], remaining)
             if not readable:
                 return None
