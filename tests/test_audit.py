@@ -113,6 +113,8 @@ def test_single_answer_needs_every_committed_answer_right():
     task = {"answer": "4"}
     assert verifier("\\boxed{3} \\boxed{4}", task).passed is False
     assert verifier("#### 3\n<answer>4</answer>", task).passed is False
+    assert verifier("The answer is 3.\nThe answer is 4.", task).passed is False
+    assert verifier("The answer is 4.\nSo the answer is 4.", task).passed is True
     assert verifier("<answer>\\boxed{4}</answer>", task).passed is True
     assert verifier("\\boxed{4} so <answer>4</answer>", task).passed is True
     assert committed_answers("<answer>" * 100_000) is not None  # no closing tag: no markers

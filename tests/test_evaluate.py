@@ -146,24 +146,25 @@ def test_interrupted_eval_resumes_without_rescoring_and_matches_an_uninterrupted
 
     def verify_then_die(completion, task):
         if len(scored) == 7:
-            raise Interrupted  # dies mid-task: task 1 has 3 of 4 samples scored
+            raise Interrupted  # dies mid-task: task 1 has 3 of 4 samples scored, none persisted
         scored.append(completion)
         return real_verify(completion, task)
 
     env.verify = verify_then_die
-    settings = dict(n=4, k=[1, 4], limit=5, max_new_tokens=24, progress=False)
+    # one task's group per scoring batch: what is persisted is whole groups (task 0 here)
+    settings = dict(n=4, k=[1, 4], limit=5, max_new_tokens=24, progress=False, batch_rollouts=1)
     with pytest.raises(Interrupted):
         evaluate(env, arith_model, output_dir=tmp_path / "a", **settings)
     first = read_rollouts(tmp_path / "a" / "rollouts.jsonl")
-    assert len(first) == 7
+    assert len(first) == 4
 
     scored.clear()
     env.verify = lambda completion, task: (scored.append(completion), real_verify(completion, task))[1]
     resumed = evaluate(env, arith_model, output_dir=tmp_path / "a", **settings)
-    assert len(scored) == 20 - 7, "finished rollouts must not be scored again"
+    assert len(scored) == 20 - 4, "finished rollouts must not be scored again"
     session = resumed.summary["this_session"]
-    assert (session["rollouts_scored"], session["rollouts_resumed"]) == (13, 7)
-    assert resumed.rollouts[:7] == first
+    assert (session["rollouts_scored"], session["rollouts_resumed"]) == (16, 4)
+    assert resumed.rollouts[:4] == first
 
     whole = evaluate(easy_arith(), arith_model, output_dir=tmp_path / "b", **settings)
     assert [r["completion"] for r in resumed.rollouts] == [r["completion"] for r in whole.rollouts]

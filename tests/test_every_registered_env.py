@@ -4,7 +4,6 @@ import pytest
 
 from rlvr_gym import envs
 
-
 # tests/hackable_envs.py registers deliberately weak verifiers (``hack/*``) for the audit's tests:
 # by design their wrong answers score 1.0, so the oracle checks must fail for them.
 SOUND = sorted(env_id for env_id in envs.registry if not env_id.startswith("hack/"))

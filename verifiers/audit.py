@@ -18,6 +18,7 @@ from typing import Any
 
 from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers.basic import extract_answer, parse_number
+from rlvr_gym.verifiers.math.extract import extract_answer as _extract_raw
 from rlvr_gym.verifiers.protocol import Task
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
@@ -368,7 +369,11 @@ def equivalent(s: Subject) -> list[Exploit]:
             ),
         ]
     g = s.gold
-    out = [Exploit(f, "leading_prose", f"Let me work through this carefully.\n\n{s.reference}", True)]
+    # Prose before the reference means the same only where the reference states its answer in an
+    # explicit container (tag, box, ####); "Paris" after a paragraph is not "Paris" alone.
+    out = []
+    if _extract_raw(s.reference, strict=True) is not None:
+        out.append(Exploit(f, "leading_prose", f"Let me work through this carefully.\n\n{s.reference}", True))
     if not g:
         return out
     out.append(Exploit(f, "answer_only", s.style(g), True))

@@ -14,6 +14,7 @@ from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS
 from rlvr_gym.verifiers.math.extract import extract_answer as _extract_raw
 from rlvr_gym.verifiers.protocol import Task
+from rlvr_gym.verifiers.single_answer import SingleAnswer
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
 _NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
@@ -47,6 +48,11 @@ def extract_answer(text: str, *, last_number_fallback: bool = False) -> str | No
     return None if answer is None else strip_markup(answer)
 
 
+def _short_line(completion: str) -> str | None:
+    bare = strip_markup(completion)
+    return bare if bare and "\n" not in bare and len(bare) <= 100 else None
+
+
 def parse_number(answer: str) -> Decimal | None:
     """An exact Decimal for a plain number ("1,234", "-7", "3.50", "$12", "12."), else ``None``.
 
@@ -69,6 +75,10 @@ class NumberMatch:
         self.answer_key = answer_key
 
     def __call__(self, completion: str, task: Task) -> Verdict:
+        """Several different committed answers (a hedge) fail unless each is the gold."""
+        return SingleAnswer(self._match)(completion, task)
+
+    def _match(self, completion: str, task: Task) -> Verdict:
         gold = parse_number(str(task[self.answer_key]))
         if gold is None:
             raise InvalidArgument(f"task[{self.answer_key!r}]={task[self.answer_key]!r} is not a number")
@@ -100,7 +110,13 @@ class ExactMatch:
         return text if self.case_sensitive else text.casefold()
 
     def __call__(self, completion: str, task: Task) -> Verdict:
-        answer = extract_answer(completion)
+        """Several different committed answers (a hedge) fail unless each is the gold."""
+        return SingleAnswer(self._match)(completion, task)
+
+    def _match(self, completion: str, task: Task) -> Verdict:
+        # A text answer is often several words ("New York City"), which the math extractor reads
+        # as prose; a completion that is one short line is taken whole.
+        answer = extract_answer(completion) or _short_line(completion)
         if answer is None:
             return Verdict.fail(Reason.NO_ANSWER)
         if len(answer) > MAX_ANSWER_CHARS:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from rlvr_gym.error import InvalidType
+from rlvr_gym.verifiers.math.extract import _SAYS, answer_phrase
 from rlvr_gym.verifiers.protocol import Task, Verifier
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
@@ -39,11 +40,16 @@ def committed_answers(text: str) -> list[str] | None:
     """Every answer ``text`` commits to, in order, distinct; ``None`` when there are too many.
 
     Found in linear time: ``<answer>`` blocks by splitting on the closing tag, ``\\boxed{}``
-    contents (only after the marker count is known to be small), ``#### x`` lines.
+    contents (only after the marker count is known to be small), ``#### x`` lines, and — when
+    there are several — "the answer is x" phrases.
     """
     lowered = text.lower()
     markers = (
-        lowered.count("</answer>") + lowered.count("\\boxed") + lowered.count("\\fbox") + text.count("####")
+        lowered.count("</answer>")
+        + lowered.count("\\boxed")
+        + lowered.count("\\fbox")
+        + text.count("####")
+        + len(says := list(_SAYS.finditer(text)))
     )
     if markers > MAX_MARKERS:
         return None
@@ -58,6 +64,10 @@ def committed_answers(text: str) -> list[str] | None:
         if inner is not None:
             found.append(inner)
     found += _HASHES.findall(text)
+    # "The answer is 3. ... The answer is 4.": each phrase read as the extractor reads one.
+    if len(says) > 1:
+        ends = [m.start() for m in says[1:]] + [len(text)]
+        found += [a for m, end in zip(says, ends, strict=True) if (a := answer_phrase(text[m.start() : end]))]
     distinct: dict[str, None] = {}
     for answer in found:
         answer = answer.strip()
