@@ -260,6 +260,32 @@ def test_isolation_mechanisms_are_active(pool):
     assert not sandbox_processes()
 
 
+def test_a_submission_sees_only_its_own_environment_and_working_dir(unrestricted):
+    """The worker enters the shared working dir once (cwd, umask, environment); every
+    submission must still get exactly that: nothing of the host's environment, private files."""
+    program = (
+        "import os\n"
+        "def env():\n"
+        "    return [sorted(os.environ), os.environ['PATH'], os.environ['LANG']]\n"
+        "def where():\n"
+        "    return [os.getcwd() == os.environ['HOME'] == os.environ['TMPDIR'], os.umask(0o022)]\n"
+    )
+    task = {
+        "tests": {
+            "kind": "calls",
+            "fn": "env",
+            "cases": [
+                {"args": [], "expected": [["HOME", "LANG", "PATH", "TMPDIR"], "/usr/bin:/bin", "C.UTF-8"]}
+            ],
+        }
+    }
+    verdict = unrestricted(fenced(program), task)
+    assert verdict.passed, verdict.details
+    where = {"tests": {"kind": "calls", "fn": "where", "cases": [{"args": [], "expected": [True, 0o077]}]}}
+    verdict = unrestricted(fenced(program), where)
+    assert verdict.passed, verdict.details
+
+
 def test_the_pool_uses_both_workers_and_replaces_a_dead_one(pool, verifier):
     """Each failure names the judging worker's host pid (the judge runs in the worker): a batch uses both."""
     probe = "from rlvr_gym.verifiers.code import sandbox\nraise AssertionError(sandbox.HOST_PID)"

@@ -252,10 +252,29 @@ def _block_sockets() -> None:
     sys.addaudithook(hook)
 
 
+def sandbox_environment(workdir: str) -> dict[str, str]:
+    """The whole environment a submission sees: nothing of the host's, its working dir as home."""
+    return {"PATH": "/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": workdir}
+
+
+def enter_workdir(workdir: str) -> None:
+    """Make the worker's own cwd, umask and environment what every submission needs, once.
+
+    Used when every submission of this worker shares one working dir (:attr:`Isolation.workdir`):
+    children then inherit them, and :func:`spawn` with ``workdir=None`` skips setting them per
+    child (rebuilding ``os.environ`` after fork was ~0.3 ms of page faults per submission). The
+    worker needs none of its own environment after start-up: it execs nothing.
+    """
+    os.chdir(workdir)
+    os.umask(0o077)
+    os.environ.clear()
+    os.environ.update(sandbox_environment(workdir))
+
+
 def _lock_down(
     limits: Limits,
     uid: int | None,
-    workdir: str,
+    workdir: str | None,
     request_fd: int,
     reply_fd: int,
     block_sockets: bool,
@@ -275,8 +294,9 @@ def _lock_down(
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.closerange(CHILD_REPLY_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-    os.chdir(workdir)
-    os.umask(0o077)
+    if workdir is not None:  # else the worker did it once (enter_workdir)
+        os.chdir(workdir)
+        os.umask(0o077)
     rlimits = {
         resource.RLIMIT_CPU: (limits.cpu_s, limits.cpu_s + 1),
         resource.RLIMIT_AS: (limits.memory_bytes, limits.memory_bytes),
@@ -298,8 +318,9 @@ def _lock_down(
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid: a uid change clears it
     if os.getppid() != parent:  # the worker died while we were setting up
         os._exit(70)
-    os.environ.clear()
-    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": workdir})
+    if workdir is not None:
+        os.environ.clear()
+        os.environ.update(sandbox_environment(workdir))
     if block_sockets:
         _block_sockets()
 
@@ -358,14 +379,17 @@ def has_children() -> bool:
 def spawn(
     run: Callable[[int, int], None],
     limits: Limits,
-    workdir: str,
+    workdir: str | None,
     *,
     uid: int | None,
     block_sockets: bool = False,
     init: bool = False,
     scope: bool = False,
 ) -> Sandbox:
-    """Fork a locked-down child that calls ``run(request_fd, reply_fd)`` and never returns."""
+    """Fork a locked-down child that calls ``run(request_fd, reply_fd)`` and never returns.
+
+    ``workdir=None``: the worker already sits in the working dir with the submission's
+    environment (:func:`enter_workdir`), which the child inherits."""
     request_r, request_w = os.pipe()
     reply_r, reply_w = os.pipe()
     parent = os.getpid()

@@ -30,6 +30,7 @@ from rlvr_gym.verifiers.code.sandbox import (
     Isolation,
     Limits,
     enter_pid_namespace,
+    enter_workdir,
     isolate_worker,
     prctl,
     sandbox_uid,
@@ -79,7 +80,7 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
             compiled.code, make_globals, mode_of(spec), limits.output_bytes, request_fd, reply_fd, ahead
         ),
         limits,
-        workdir,
+        None if isolation.workdir else workdir,  # the shared one was entered once (enter_workdir)
         uid=uid,
         block_sockets=block_sockets,
         init=isolation.pid_namespace,
@@ -140,6 +141,8 @@ def main() -> int:
     gc.collect()
     gc.freeze()  # forked children's GC then never touches (and copies) the worker's objects
     isolation = isolate_worker(namespaces, host_pid)
+    if isolation.workdir:
+        enter_workdir(isolation.workdir)
     if missing:
         isolation.notes.append(f"allowed modules that failed to import: {', '.join(missing)}")
     write_frame(out_fd, {"isolation": isolation.as_dict(), "pid": host_pid})
