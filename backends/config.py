@@ -32,6 +32,18 @@ TINY_DEMO: dict[str, Any] = {
 """Settings under which the tiny offline model visibly learns a built-in env on a CPU in minutes:
 a 40-step supervised warm start teaches the answer tag, then GRPO raises the reward."""
 
+TINY_DEMO_ENV: dict[str, dict[str, Any]] = {
+    "arith": {
+        "num_steps": 1,
+        "max_operand": 3,
+        "operations": "+",
+        "word_problems": False,
+        "proximity_weight": 0.0,
+    },
+}
+"""Env settings of the tiny-model demo (``--env-arg`` still wins): one-step sums of small numbers,
+no shaped proximity reward (it pays the most common answer whatever the question)."""
+
 
 @dataclass(frozen=True)
 class LoraSettings:
@@ -55,7 +67,9 @@ class RunConfig:
 
     ``model=None`` means the tiny offline model built for the env (see ``rlvr-gym tiny-model``);
     ``warm_start_steps`` runs that many supervised steps on the env's reference answers before
-    GRPO (a stated shortcut so a tiny model has something to reinforce).
+    GRPO (a stated shortcut so a tiny model has something to reinforce); with
+    ``warm_start_shuffle_answers`` each prompt is paired with another task's answer, so the warm
+    start teaches the answer format but not the task.
 
     Memory path (``backends/memory.py``; each switch exists so ``bench/grpo_memory.py`` can
     measure what it saves): ``chunked_logps`` scores completion tokens in tiles of
@@ -93,6 +107,7 @@ class RunConfig:
     max_steps: int = 100
     warm_start_steps: int = 0
     warm_start_learning_rate: float = 3e-3
+    warm_start_shuffle_answers: bool = False
     seed: int = 0
     output_dir: str = "runs/grpo"
     logging_steps: int = 1
