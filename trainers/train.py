@@ -60,15 +60,9 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
         if not (resume and (warm / "config.json").is_file()):
             from rlvr_gym.trainers.warm_start import warm_start
 
-            if config.warm_start_shuffle_answers:
-                what = (
-                    f"{env_name(env)}'s prompts paired with other tasks' answers, so the tiny model "
-                    "learns the answer format (not the task) before GRPO"
-                )
-            else:
-                what = f"{env_name(env)}'s reference answers, so the tiny model can write a tagged answer before GRPO"
             announce(
-                f"supervised warm start: {config.warm_start_steps} steps on {what} (a stated shortcut; "
+                f"supervised warm start: {config.warm_start_steps} steps on {env_name(env)}'s reference answers, "
+                "so the tiny model can write a tagged answer before GRPO (a stated shortcut; "
                 f"about {estimate_warm_start_s(config.warm_start_steps)} s on a CPU)"
             )
             started = time.perf_counter()
@@ -79,7 +73,6 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
                 steps=config.warm_start_steps,
                 learning_rate=config.warm_start_learning_rate,
                 seed=config.seed,
-                shuffle_answers=config.warm_start_shuffle_answers,
             )
             announce(f"warm start done in {time.perf_counter() - started:.0f} s; GRPO starts")
         model = warm

@@ -4,10 +4,6 @@ A randomly initialised tiny model never produces a correct answer, so every GRPO
 zero reward variance and nothing is learnt. A few hundred supervised steps on the env's own
 reference completions give it a policy worth reinforcing. This is a stated shortcut for demos
 and tests, not part of GRPO.
-
-With ``shuffle_answers`` each prompt is paired with the reference answer of another, randomly
-drawn task: the model learns the answer format, when to stop and which answers occur, but not
-which answer belongs to which question, so any accuracy above chance afterwards is GRPO's doing.
 """
 
 from __future__ import annotations
@@ -28,12 +24,10 @@ def warm_start(
     batch_size: int = 16,
     learning_rate: float = 3e-3,
     seed: int = 0,
-    shuffle_answers: bool = False,
 ) -> Path:
     """Fine-tune ``model_path`` on (prompt, reference) pairs of ``env``'s first split; save to ``out_dir``.
 
-    Loss is on the completion tokens only (prompt tokens are masked), as in SFT. With
-    ``shuffle_answers`` the completion is another random task's reference (format, not task).
+    Loss is on the completion tokens only (prompt tokens are masked), as in SFT.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -51,11 +45,7 @@ def warm_start(
         optimizer, lambda s: min(1.0, (s + 1) / 20) * (1 - s / steps)
     )
     for _ in range(steps):
-        rows = []
-        for _ in range(batch_size):
-            task = tasks[rng.randrange(len(tasks))]
-            answer_of = tasks[rng.randrange(len(tasks))] if shuffle_answers else task
-            rows.append(_encode(tokenizer, env, task, answer_of))
+        rows = [_encode(tokenizer, env, tasks[rng.randrange(len(tasks))]) for _ in range(batch_size)]
         width = max(len(ids) for ids, _ in rows)
         pad = tokenizer.pad_token_id
         input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in rows])
@@ -75,7 +65,7 @@ def warm_start(
     return out
 
 
-def _encode(tokenizer, env: SingleTurnEnv, task, answer_of) -> tuple[list[int], list[int]]:
+def _encode(tokenizer, env: SingleTurnEnv, task) -> tuple[list[int], list[int]]:
     prompt = env.prompt(task)
     if isinstance(prompt, str):
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
@@ -83,7 +73,7 @@ def _encode(tokenizer, env: SingleTurnEnv, task, answer_of) -> tuple[list[int], 
         prompt_ids = tokenizer.apply_chat_template(
             prompt, add_generation_prompt=True, tokenize=True, return_dict=True
         )["input_ids"]
-    answer_ids = tokenizer(env.reference_completion(answer_of), add_special_tokens=False)["input_ids"] + [
+    answer_ids = tokenizer(env.reference_completion(task), add_special_tokens=False)["input_ids"] + [
         tokenizer.eos_token_id
     ]
     return prompt_ids + answer_ids, [-100] * len(prompt_ids) + answer_ids
