@@ -22,15 +22,34 @@ ScaleRewards = Literal["group", "batch", "none"]
 
 
 TINY_DEMO: dict[str, Any] = {
-    "warm_start_steps": 40,
-    "learning_rate": 5e-4,
-    "num_generations": 8,
+    "warm_start_steps": 200,
+    "learning_rate": 1e-3,
+    "beta": 0.04,
+    "num_generations": 16,
     "prompts_per_step": 4,
-    "max_completion_length": 32,
-    "max_steps": 150,
+    "max_completion_length": 8,
+    "max_steps": 400,
 }
-"""Settings under which the tiny offline model visibly learns a built-in env on a CPU in minutes:
-a 40-step supervised warm start teaches the answer tag, then GRPO raises the reward."""
+"""Settings under which GRPO visibly teaches the tiny offline model a built-in env on a CPU in
+minutes. The 200-step supervised warm start teaches the answer tag and when to stop but leaves
+accuracy at about chance on ``TINY_DEMO_ENV['arith']`` (first fifth 0.16 at seed 0); GRPO then
+raises it (last fifth 0.62). A longer warm start already solves the task (240 steps: 0.43 in the
+first fifth), a shorter or answer-free one leaves GRPO flat at chance within 500 steps. The KL
+term (``beta``) keeps the answer format from drifting; without it lr >= 2e-3 broke the format."""
+
+TINY_DEMO_ENV: dict[str, dict[str, Any]] = {
+    "arith": {
+        "num_steps": 1,
+        "max_operand": 5,
+        "operations": "+",
+        "word_problems": False,
+        "proximity_weight": 0.0,
+    },
+}
+"""Env settings of the tiny-model demo (``--env-arg`` still wins): ``a + b`` with a, b in 1..5,
+no shaped proximity reward (it pays the most common answer whatever the question, so the model
+collapses onto one answer). The env's own defaults (two-step word problems up to 20) stay: the
+2-layer, 64-wide model's accuracy on them barely moves (0.00 -> 0.02 over 150 steps)."""
 
 
 @dataclass(frozen=True)

@@ -184,7 +184,7 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Run GRPO on an env; metrics, checkpoints, the model and a reward plot go to --output-dir."""
-    from rlvr_gym.backends.config import TINY_DEMO, LoraSettings, RunConfig
+    from rlvr_gym.backends.config import TINY_DEMO, TINY_DEMO_ENV, LoraSettings, RunConfig
     from rlvr_gym.trainers.train import train
 
     # Without --model the tiny offline model trains under the demo settings; flags still win.
@@ -196,13 +196,16 @@ def cmd_train(args: argparse.Namespace) -> int:
         "max_completion_length": args.max_completion_length,
         "learning_rate": args.learning_rate,
         "warm_start_steps": args.warm_start_steps,
+        "beta": args.beta,
     }
     config = RunConfig(
         model=args.model,
         env_id=args.env,
-        env_kwargs=parse_env_args(args.env_arg),
+        env_kwargs={
+            **(TINY_DEMO_ENV.get(args.env, {}) if args.model is None else {}),
+            **parse_env_args(args.env_arg),
+        },
         output_dir=args.output_dir or f"runs/{args.env.replace('/', '_')}",
-        beta=args.beta,
         lora=LoraSettings(r=args.lora_r) if args.lora_r else None,
         liger_loss=args.liger_loss,
         save_steps=args.save_steps,
@@ -396,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompts-per-step", type=int, default=None)
     p.add_argument("--max-completion-length", type=int, default=None)
     p.add_argument("--learning-rate", type=float, default=None)
-    p.add_argument("--beta", type=float, default=0.0, help="KL coefficient")
+    p.add_argument("--beta", type=float, default=None, help="KL coefficient (0 unless the tiny demo's)")
     p.add_argument(
         "--warm-start-steps", type=int, default=None, help="supervised steps on reference answers first"
     )

@@ -19,6 +19,9 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
 )
 SPECIAL_TOKENS = ["<|pad|>", "<|end|>", "<|system|>", "<|user|>", "<|assistant|>"]
+ANSWER_TAGS = ("<answer>", "</answer>")
+"""Whole-tag tokens (ordinary, decoded text): generation stops right after ``</answer>`` when the
+env's reference answers use the tag, so no reward or gradient goes to tokens after the answer."""
 
 
 def env_corpus(env: SingleTurnEnv, tasks: int = 2000) -> Iterator[str]:
@@ -34,9 +37,10 @@ def env_corpus(env: SingleTurnEnv, tasks: int = 2000) -> Iterator[str]:
         yield reference
 
 
-def build_tokenizer(texts: Iterable[str], vocab_size: int = 512):
-    """A byte-level BPE ``PreTrainedTokenizerFast`` with pad/eos tokens and a chat template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def build_tokenizer(texts: Iterable[str], vocab_size: int = 512, extra_tokens: Iterable[str] = ()):
+    """A byte-level BPE ``PreTrainedTokenizerFast`` with pad/eos tokens, a chat template and
+    ``extra_tokens`` as whole (non-special, so decoded) tokens."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     core = Tokenizer(models.BPE())
@@ -49,6 +53,7 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int = 512):
         show_progress=False,
     )
     core.train_from_iterator(texts, trainer=trainer)
+    core.add_tokens([AddedToken(token, special=False, normalized=False) for token in extra_tokens])
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=core, pad_token="<|pad|>", eos_token="<|end|>", bos_token=None, unk_token=None
     )
@@ -73,7 +78,9 @@ def build_tiny_model(
     if hidden_size % num_heads:
         raise InvalidArgument(f"hidden_size ({hidden_size}) must be divisible by num_heads ({num_heads})")
     out = Path(out_dir)
-    tokenizer = build_tokenizer(env_corpus(env), vocab_size=vocab_size)
+    corpus = list(env_corpus(env))
+    tags = ANSWER_TAGS if any(ANSWER_TAGS[1] in text for text in corpus[1:]) else ()
+    tokenizer = build_tokenizer(corpus, vocab_size=vocab_size, extra_tokens=tags)
     config = Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
@@ -90,7 +97,8 @@ def build_tiny_model(
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    stop_ids = [tokenizer.convert_tokens_to_ids(ANSWER_TAGS[1])] if tags else []
+    model.generation_config.eos_token_id = [tokenizer.eos_token_id, *stop_ids]
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
