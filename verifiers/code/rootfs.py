@@ -110,14 +110,16 @@ def pivot_to_minimal_root() -> str:
     mount("none", "/", None, MS_REC | MS_PRIVATE)
     new_root = tempfile.mkdtemp(prefix="sandbox-root-")
     mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    # The private /tmp first: a runtime under /tmp (a venv in a CI checkout made by mktemp) is then
+    # bound on top of it and stays visible; the wipe leaves mount points alone.
+    os.makedirs(new_root + "/tmp")
+    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMP_SIZE},mode=1777")
     exposed = runtime_paths()
     for path in exposed:
         _bind(path, new_root)
     for device in DEVICES:
         if os.path.exists(device):
             _bind(device, new_root, writable=True)
-    os.makedirs(new_root + "/tmp")
-    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMP_SIZE},mode=1777")
     os.chdir(new_root)
     _check(_libc.syscall(SYS_PIVOT_ROOT[arch], b".", b"."), "pivot_root")  # old root stacks on top
     _check(_libc.umount2(b".", MNT_DETACH), "umount old root")

@@ -27,7 +27,6 @@ import errno
 import fcntl
 import os
 import resource
-import shutil
 import signal
 import sys
 import tempfile
@@ -226,13 +225,23 @@ def wipe_private_dirs(isolation: Isolation) -> None:
     Only directories this worker mounted itself are touched (never a shared ``/tmp``).
     """
     for path in isolation.private_dirs:
-        with os.scandir(path) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    with contextlib.suppress(OSError):
-                        os.unlink(entry.path)
+        _empty(path)
+
+
+def _empty(path: str) -> None:
+    """Remove everything below ``path`` except mount points (a read-only runtime bound under a
+    private ``/tmp``) and the folders that lead to them; never descends into a mount."""
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if os.path.ismount(entry.path):
+                    continue
+                _empty(entry.path)
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry.path)  # fails only where a mount point lies below
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def sandbox_uid(isolation: Isolation) -> int | None:
