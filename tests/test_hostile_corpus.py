@@ -25,6 +25,7 @@ import pytest
 
 from rlvr_gym.verifiers import Reason
 from rlvr_gym.verifiers.code import CodeVerifier, Limits, SandboxPool
+from rlvr_gym.verifiers.code.rootfs import runtime_paths
 from tests.code_support import fenced, sandbox_processes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -244,11 +245,14 @@ def test_a_filled_tmp_does_not_leak_into_the_next_submission(pool):
     assert verifier(fenced(fill_tmp), task).passed
     # what the next submission can see of it: its working dir, and /tmp where it may list it
     # (without namespaces Landlock hides the host's /tmp, and the fill above was refused)
+    # A runtime that lives under /tmp (a venv in a mktemp checkout) is bound read-only into the
+    # private /tmp; the folders that lead to it are not a leak.
+    runtime = {path.split("/")[2] for path in runtime_paths() if path.startswith("/tmp/")}
     look = (
         "import os\ndef f():\n    names = set(os.listdir('.'))\n    try:\n"
         "        names |= set(os.listdir('/tmp'))\n    except PermissionError:\n        pass\n"
         "    try:\n        open('/dev/shm/probe', 'w').close()\n        shm = 1\n    except OSError:\n"
-        "        shm = 0\n    return len(names - {os.path.basename(os.getcwd())}) + shm"
+        f"        shm = 0\n    return len(names - {{os.path.basename(os.getcwd())}} - {runtime!r}) + shm"
     )  # /dev/shm: absent from the minimal root, not writable under Landlock
     assert verifier(fenced(look), task).passed  # the previous run's files are gone
     verifier.pool.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -39,18 +40,42 @@ def test_walls_hold_for_the_user_running_the_tests():
     assert_walls_hold(run_all())
 
 
-def _as_ordinary_user() -> list[str]:
+def _hidden_ancestor(path: str) -> str | None:
+    """The top-most folder on ``path`` that other users cannot enter (``/root``, a 0700 mktemp
+    dir holding a CI checkout), or ``None`` when an ordinary user can reach ``path``."""
+    parts = Path(path).parts
+    for depth in range(2, len(parts) + 1):
+        folder = os.path.join(*parts[:depth])
+        if not os.stat(folder).st_mode & stat.S_IXOTH:
+            return folder
+    return None
+
+
+def _as_ordinary_user(*extra: str) -> list[str]:
     """argv prefix running a command as PROBE_USER (made here) in a mount namespace where the
-    interpreter, if it lives in root's private home (pyenv), is reachable read-only: an ordinary
-    user would have a Python of their own."""
+    interpreter and this checkout (with its venv), if they sit in folders other users cannot
+    enter (root's pyenv, a 0700 mktemp dir), are reachable read-only: an ordinary user would
+    have a Python and a checkout of their own."""
     if subprocess.run(["id", PROBE_USER], capture_output=True).returncode != 0:
         subprocess.run(["useradd", "-M", "-r", "-s", "/usr/sbin/nologin", PROBE_USER], check=True)
-    prefix = os.path.realpath(sys.base_prefix)
+    groups: dict[str, list[str]] = {}
+    wanted = [os.path.realpath(sys.base_prefix), str(ROOT), os.path.realpath(sys.prefix), *extra]
+    wanted = list(dict.fromkeys(wanted))
+    for path in wanted:
+        if any(path.startswith(other + "/") for other in wanted):
+            continue  # inside another exposed path (the venv in the checkout)
+        if (hidden := _hidden_ancestor(path)) is not None:
+            groups.setdefault(hidden, []).append(path)
     expose = ""
-    if prefix.startswith("/root/"):
-        expose = (
-            f"stage=$(mktemp -d) && mount --bind {prefix} $stage && mount -t tmpfs -o mode=0755 tmpfs /root"
-            f" && mkdir -p {prefix} && mount --bind $stage {prefix} && mount -o remount,bind,ro {prefix} && "
+    for n, (hidden, paths) in enumerate(groups.items()):
+        stages = [f"s{n}_{i}" for i in range(len(paths))]
+        expose += "".join(
+            f"{s}=$(mktemp -d) && mount --bind {p} ${s} && " for s, p in zip(stages, paths, strict=True)
+        )
+        expose += f"mount -t tmpfs -o mode=0755 tmpfs {hidden} && "
+        expose += "".join(
+            f"mkdir -p {p} && mount --bind ${s} {p} && mount -o remount,bind,ro {p} && "
+            for s, p in zip(stages, paths, strict=True)
         )
     setpriv = f"setpriv --reuid={PROBE_USER} --regid={PROBE_USER} --clear-groups --inh-caps=-all"
     return [
@@ -72,10 +97,12 @@ def _run_probes_as_ordinary_user(*args: str) -> dict:
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is needed to run the probes as another user")
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT), "HOME": "/nonexistent"}
-    if "RLVR_GYM_DATA_DIR" in os.environ:
-        env["RLVR_GYM_DATA_DIR"] = os.environ["RLVR_GYM_DATA_DIR"]
+    data = []
+    if "RLVR_GYM_DATA_DIR" in os.environ:  # its real path: a symlink in a hidden folder would vanish
+        env["RLVR_GYM_DATA_DIR"] = os.path.realpath(os.environ["RLVR_GYM_DATA_DIR"])
+        data.append(env["RLVR_GYM_DATA_DIR"])
     done = subprocess.run(
-        [*_as_ordinary_user(), sys.executable, "-P", "-m", "tests.sandbox_probes", *args],
+        [*_as_ordinary_user(*data), sys.executable, "-P", "-m", "tests.sandbox_probes", *args],
         capture_output=True, text=True, env=env, cwd="/", timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
