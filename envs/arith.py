@@ -12,7 +12,7 @@ from typing import Any, overload
 
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument, InvalidType, OutOfRange
-from rlvr_gym.verifiers import NumberMatch, NumericProximity, Rubric, SingleAnswer, Task
+from rlvr_gym.verifiers import NumberMatch, NumericProximity, Rubric, Task
 
 OPERATIONS = "+-*"
 _NAMES = ("Ava", "Ben", "Chloe", "Dev", "Emma", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kira", "Leo")
@@ -155,7 +155,7 @@ class ArithEnv(SingleTurnEnv):
         self.sizes = {"train": train_size, "test": test_size}
         self.rubric = Rubric(
             {
-                "correct": SingleAnswer(NumberMatch("answer")),
+                "correct": NumberMatch("answer"),  # refuses hedges itself
                 "proximity": NumericProximity("answer", scale=1.0),
             },
             weights={"proximity": proximity_weight},

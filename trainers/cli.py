@@ -333,6 +333,8 @@ def add_env_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rlvr_gym.verifiers.audit import MAX_REWARD  # the audit's documented threshold
+
     parser = argparse.ArgumentParser(prog="rlvr-gym", description="Verifiable-reward environments for GRPO.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -453,8 +455,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--threshold",
         type=float,
-        default=0.5,
-        help="a failing exploit rewarded above this fails the audit too (default 0.5)",
+        default=MAX_REWARD,
+        help=f"a failing exploit rewarded above this fails the audit too (default {MAX_REWARD})",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--output", default=None, metavar="FILE", help="also write the JSON report to FILE")
