@@ -29,6 +29,26 @@ def data_file() -> Path:
     )
 
 
+JUDGE_MEMORY = """import gc, sys
+def key():
+    frame = sys._getframe()
+    while frame is not None:  # a sandbox forked by the judge would hold the judge's own frames
+        for value in frame.f_locals.values():
+            if isinstance(value, dict) and value.get('kind') == 'calls':
+                return value['cases'][0]['expected']
+        frame = frame.f_back
+    for value in gc.get_objects():  # ... and its objects: the task with the expected values
+        if isinstance(value, dict) and value.get('kind') == 'calls' and value.get('cases'):
+            return value['cases'][0]['expected']
+    return 'no'
+ANSWER = key()
+def f():
+    return ANSWER
+"""
+"""Reads the answer key from the submission's own memory: escaped if the sandbox process was forked
+from a process that held the task (the judge did, before the fork server)."""
+
+
 def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
     data = str(data_file())
     return {
@@ -47,6 +67,8 @@ def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
         "write-outside": f"def f():\n    open({marker!r}, 'w').write('x')\n    return 'escaped'",
         "shell-reads-data": "import subprocess\ndef f():\n    out = subprocess.run(['/bin/sh', '-c', "
         f"'head -c 2 {data}'], capture_output=True).stdout\n    return 'escaped' if out else 'no'",
+        "read-the-judges-memory": JUDGE_MEMORY,
+        "kill-every-process": "import os\nos.kill(-1, 9)\ndef f():\n    return 'no'",  # breach = the worker died
         "system-python": "import subprocess\ndef f():\n    return 'escaped' if subprocess.run(['python3', '-c', '1']).returncode == 0 else 'no'",
     }
 

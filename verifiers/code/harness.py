@@ -94,8 +94,15 @@ class Session:
     from the plain data it gets back; only the number of process switches changes.
     """
 
-    def __init__(self, request_fd: int, reply_fd: int, deadline: float, ahead: Sequence[bytes] = ()) -> None:
-        self.request_fd, self.deadline = request_fd, deadline
+    def __init__(
+        self,
+        request_fd: int,
+        reply_fd: int,
+        deadline: float,
+        ahead: Sequence[bytes] = (),
+        setup: bytes = b"",
+    ) -> None:
+        self.request_fd, self.deadline, self.setup = request_fd, deadline, setup
         self.replies = FrameReader(reply_fd, values=True)
         self.gone: str | None = None
         self.ahead: deque[bytes] = deque(ahead)  # answered ahead, not read yet, in stream order
@@ -132,6 +139,17 @@ class Session:
             self.gone = "the sandbox broke the protocol"
             raise SandboxGone(self.gone)
         return reply
+
+    def send_setup(self) -> None:
+        """Send the sandbox its program and plan (:func:`.spawner.setup_blob`), if there is one."""
+        try:
+            _write_all(self.request_fd, self.setup)
+        except JudgeTimeout:
+            self.gone = "timed out"
+            raise
+        except OSError as exc:
+            self.gone = f"the sandbox exited before it got its program ({type(exc).__name__})"
+            raise SandboxGone(self.gone) from None
 
     def hello(self) -> dict[str, Any]:
         """The load report the sandbox sends after running the program's top level."""
@@ -397,6 +415,7 @@ def judge(spec: Mapping[str, Any], session: Session) -> Outcome:
     try:
         signal.setitimer(signal.ITIMER_REAL, max(1e-3, session.deadline - time.monotonic()))
         try:
+            session.send_setup()
             if mode_of(spec) == "module":
                 hello = session.hello()
                 if hello.get("ok") is not True:

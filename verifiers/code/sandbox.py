@@ -1,7 +1,8 @@
 """Layer 2 of the code sandbox: one fresh OS process per submission, locked down before it runs.
 
 The *worker* (a long-lived, pre-imported process, see :mod:`verifiers.code.worker`) calls
-:func:`isolate_worker` once; each submission then runs in a child forked from it by :func:`spawn`:
+:func:`isolate_worker` once, then starts its fork server (:mod:`.spawner`), which forks each
+submission's child with :func:`fork_sandbox`:
 
 * namespaces, made once per worker: a network namespace with no interfaces up (no network at
   all), and a mount namespace with private, size-capped tmpfs over the world-writable places
@@ -86,13 +87,12 @@ class Isolation:
     workdir: str = ""
     """Every submission's working directory: the first private dir, emptied after each one (so
     no directory is made and removed per submission); empty when there is no private dir."""
+    spawner_init: bool = False
+    """Whether the fork server is init of a PID namespace of the submissions' own (nested in the
+    worker's): then ``kill(-1)`` from it sweeps exactly what the submission left."""
     scope_children: bool = False
     """Whether each submission enters a nested Landlock domain that cannot signal the worker
     (needed only when neither a PID namespace nor a uid of its own protects the worker)."""
-
-    @property
-    def pid_namespace(self) -> bool:
-        return bool(self.pid)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -160,14 +160,9 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
     global HOST_PID
     HOST_PID = host_pid
     report = Isolation(host_pid=host_pid)
-    report.pid = (
-        "PID namespace (the worker is its init; host processes invisible)"
-        if namespaces in ("root", "user")
-        else ""
-    )
-    if not report.pid:
+    if namespaces not in ("root", "user"):
         report.missing.append(f"pid namespace: {namespaces}")
-    if namespaces in ("root", "user"):
+    else:
         try:
             _unshare(CLONE_NEWNET | CLONE_NEWNS)
             report.network = "network namespace (no interfaces up)"
@@ -175,6 +170,16 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
             report.private_dirs = ["/tmp"]
         except OSError as exc:
             report.missing.append(f"mount/network namespace: {exc}")
+        try:  # the next process forked, the fork server, is init of the submissions' own one
+            _unshare(CLONE_NEWPID)
+            report.spawner_init = True
+            report.pid = (
+                "PID namespace of the submissions' own, nested in the worker's (their fork server "
+                "is its init; host processes and the judge invisible)"
+            )
+        except OSError as exc:
+            report.pid = "PID namespace (the worker is its init; host processes invisible)"
+            report.notes.append(f"no nested PID namespace for the submissions: {exc}")
     if not report.private_dirs:
         private = tempfile.mkdtemp(prefix="sandbox-worker-")
         try:
@@ -270,7 +275,7 @@ def enter_workdir(workdir: str) -> None:
     """Make the worker's own cwd, umask and environment what every submission needs, once.
 
     Used when every submission of this worker shares one working dir (:attr:`Isolation.workdir`):
-    children then inherit them, and :func:`spawn` with ``workdir=None`` skips setting them per
+    children then inherit them, and :func:`fork_sandbox` with ``workdir=None`` skips setting them per
     child (rebuilding ``os.environ`` after fork was ~0.3 ms of page faults per submission). The
     worker needs none of its own environment after start-up: it execs nothing.
     """
@@ -336,26 +341,21 @@ def _lock_down(
 
 @dataclass(slots=True)
 class Sandbox:
-    """The worker's handle on one running submission process."""
+    """The fork server's handle on one running submission process (the judge holds the pipes)."""
 
     pid: int
     uid: int | None
-    request_fd: int
-    reply_fd: int
     init: bool = False
-    """Whether the worker is init of its PID namespace: then ``kill(-1)`` reaches exactly the
-    submission's processes, whatever uid or session they moved to."""
+    """Whether the fork server is init of the submissions' PID namespace: then ``kill(-1)``
+    reaches exactly the submission's processes, whatever uid or session they moved to."""
 
     def close(self) -> int | None:
-        """Kill every process of the submission, reap them, close the pipes; the child's status.
+        """Kill every process of the submission and reap them; the child's status.
 
         Fast path: kill the child and reap it; if we (the subreaper) then have no children at
         all, the submission left no descendants — every one would have been re-parented to us.
         Otherwise sweep its uid with :func:`kill_uid` and reap until nothing is left.
         """
-        for fd in (self.request_fd, self.reply_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
         status = None
@@ -385,25 +385,28 @@ def has_children() -> bool:
     return True
 
 
-def spawn(
+def fork_sandbox(
     run: Callable[[int, int], None],
     limits: Limits,
     workdir: str | None,
+    request_r: int,
+    reply_w: int,
     *,
+    parent: int,
     uid: int | None,
     block_sockets: bool = False,
     init: bool = False,
     scope: bool = False,
 ) -> Sandbox:
-    """Fork a locked-down child that calls ``run(request_fd, reply_fd)`` and never returns.
+    """Fork a locked-down child that calls ``run(request_fd, reply_fd)`` on the given pipe ends
+    (as fds 3 and 4) and never returns. The caller keeps its copies of the two ends to close.
 
-    ``workdir=None``: the worker already sits in the working dir with the submission's
-    environment (:func:`enter_workdir`), which the child inherits."""
-    request_r, request_w = os.pipe()
-    reply_r, reply_w = os.pipe()
-    parent = os.getpid()
+    Called by the worker's fork server (:mod:`.spawner`); ``parent`` is its own pid, which the
+    child checks after arming its parent-death signal. ``workdir=None``: the worker already sits
+    in the working dir with the submission's environment (:func:`enter_workdir`), which the
+    fork server and so the child inherit."""
     pid = os.fork()
-    if pid == 0:  # the child: nothing here may return into the worker's code
+    if pid == 0:  # the child: nothing here may return into the fork server's code
         code = 71
         try:
             _lock_down(limits, uid, workdir, request_r, reply_w, block_sockets, parent, scope)
@@ -413,9 +416,7 @@ def spawn(
             pass
         finally:
             os._exit(code)
-    os.close(request_r)
-    os.close(reply_w)
-    return Sandbox(pid, uid, request_w, reply_r, init)
+    return Sandbox(pid, uid, init)
 
 
 def kill_uid(uid: int) -> None:

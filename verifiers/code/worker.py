@@ -1,4 +1,7 @@
-"""A warm worker: pre-imported, isolated once, forks one sandbox per submission and judges it.
+"""A warm worker: pre-imported, isolated once, judges one sandboxed process per submission.
+
+Its fork server (:mod:`.spawner`), forked once after the walls are built, makes those processes:
+the judge itself never forks, so its memory is never copied-on-write per submission.
 
 Started by :class:`verifiers.code.pool.SandboxPool` as ``python -m verifiers.code.worker``; jobs
 and outcomes travel as frames on its stdin/stdout. Being a separate program (not a fork of the
@@ -23,7 +26,6 @@ from typing import Any
 from rlvr_gym.verifiers.code import policy
 from rlvr_gym.verifiers.code.codec import ChannelClosed, FrameReader, dumps, write_frame
 from rlvr_gym.verifiers.code.harness import InvalidTests, Session, judge, mode_of, plan_ahead, validate_tests
-from rlvr_gym.verifiers.code.runner import serve
 from rlvr_gym.verifiers.code.sandbox import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_PDEATHSIG,
@@ -34,9 +36,9 @@ from rlvr_gym.verifiers.code.sandbox import (
     isolate_worker,
     prctl,
     sandbox_uid,
-    spawn,
     wipe_private_dirs,
 )
+from rlvr_gym.verifiers.code.spawner import Spawner, SpawnerGone, setup_blob
 
 CACHED_SOURCE_CHARS = 20_000
 
@@ -53,7 +55,7 @@ def compile_job(source: str, restricted: bool) -> policy.PolicyResult:
     return _compile_cached(source, restricted)
 
 
-def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
+def run_job(job: Mapping[str, Any], isolation: Isolation, spawner: Spawner) -> dict[str, Any]:
     """Policy check, then one sandboxed process judged to the end; always returns an outcome."""
     try:
         spec = validate_tests(job["tests"])
@@ -67,27 +69,22 @@ def run_job(job: Mapping[str, Any], isolation: Isolation) -> dict[str, Any]:
             "status": "syntax" if compiled.syntax_error else "unsafe",
             "errors": list(compiled.errors)[:5],
         }
-    make_globals = policy.prepared_globals if restricted else policy.plain_globals
     uid = sandbox_uid(isolation)
     workdir = isolation.workdir or tempfile.mkdtemp(prefix="sandbox-")
     if uid is not None and not isolation.workdir:
         os.chown(workdir, uid, uid)
     deadline = time.monotonic() + limits.wall_s
-    block_sockets = isolation.network.startswith("no network namespace")
     ahead = [dumps(request) for request in plan_ahead(spec)]
-    sandbox = spawn(
-        lambda request_fd, reply_fd: serve(
-            compiled.code, make_globals, mode_of(spec), limits.output_bytes, request_fd, reply_fd, ahead
-        ),
+    setup = setup_blob(compiled.code, bool(restricted), mode_of(spec), limits.output_bytes, ahead)
+    sandbox = spawner.spawn(
         limits,
         None if isolation.workdir else workdir,  # the shared one was entered once (enter_workdir)
         uid=uid,
-        block_sockets=block_sockets,
-        init=isolation.pid_namespace,
+        block_sockets=isolation.network.startswith("no network namespace"),
         scope=isolation.scope_children,
     )
     try:
-        outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline, ahead))
+        outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline, ahead, setup))
     finally:
         status = sandbox.close()
         if not isolation.workdir:
@@ -145,17 +142,22 @@ def main() -> int:
         enter_workdir(isolation.workdir)
     if missing:
         isolation.notes.append(f"allowed modules that failed to import: {', '.join(missing)}")
+    spawner = Spawner(init=isolation.spawner_init)
     write_frame(out_fd, {"isolation": isolation.as_dict(), "pid": host_pid})
     jobs = FrameReader(in_fd)
     while True:
         try:
             job = jobs.read()
         except ChannelClosed:
+            spawner.close()
             return 0
         try:
-            outcome = run_job(job, isolation)
+            outcome = run_job(job, isolation, spawner)
         except (KeyboardInterrupt, SystemExit):
             raise
+        except SpawnerGone as exc:  # nothing more can run here: answer, then let the pool replace us
+            write_frame(out_fd, {"status": "error", "errors": [str(exc)]})
+            return 1
         except BaseException as exc:  # noqa: BLE001 - a verifier bug: report it, keep serving
             outcome = {"status": "error", "errors": [f"{type(exc).__name__}: {exc}"]}
         write_frame(out_fd, outcome)

@@ -1,0 +1,206 @@
+"""The worker's fork server: a process that only forks sandboxes, so the judge never forks.
+
+Why a second process: a submission process is a ``fork`` of whoever makes it, and after every
+fork each page the parent writes is copied again (copy-on-write). The judge writes hundreds of
+pages per submission (it runs the test code), so a judge that forks pays ~500 page faults per
+submission on top of the child's own. The spawner is a fork of the worker taken once, right after
+the walls are built; between forks it only reads a short message and reaps, so nearly none of its
+pages are copied, and the worker, which no longer forks, stops faulting altogether.
+
+Division of labour per submission (the worker is the judge):
+
+* the worker makes the two pipes and sends the child's ends to the spawner (``SCM_RIGHTS`` over a
+  private ``AF_UNIX`` socket pair), with the limits and the uid;
+* the spawner forks the child (:func:`.sandbox.fork_sandbox`): it locks itself down, reads its
+  program from the pipe (:func:`run_setup`: the worker's compiled code object, marshalled, and the
+  requests planned ahead) and answers the judge as before (:func:`.runner.serve`);
+* when the judge is done it closes its pipe ends and asks the spawner to close the sandbox: kill
+  the child, reap it, sweep whatever it left (``kill(-1)`` as init of the submissions' own PID
+  namespace, or the uid sweep), and report the child's exit status.
+
+With namespaces the spawner is pid 1 of a PID namespace nested in the worker's: submissions see
+neither the worker nor the host, cannot signal their init, and die with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import signal
+import socket
+import types
+from dataclasses import astuple
+from typing import Any
+
+from rlvr_gym.error import RunFailed
+from rlvr_gym.verifiers.code import policy
+from rlvr_gym.verifiers.code.runner import serve
+from rlvr_gym.verifiers.code.sandbox import (
+    PR_SET_CHILD_SUBREAPER,
+    PR_SET_PDEATHSIG,
+    Limits,
+    Sandbox,
+    fork_sandbox,
+    prctl,
+)
+
+_SETUP_HEADER = 8
+MAX_MESSAGE = 4096
+
+
+class SpawnerGone(RunFailed):
+    """The fork server died: the worker cannot run submissions any more and must be replaced."""
+
+
+def setup_blob(
+    code: types.CodeType, restricted: bool, mode: str, output_limit: int, ahead: list[bytes]
+) -> bytes:
+    """What the worker writes first into a new sandbox's request pipe: its program and plan.
+
+    ``marshal`` carries the code object the worker compiled (and memoised) to the child, the one
+    process that runs it; nothing the sandbox sends back is ever unmarshalled (replies are JSON).
+    """
+    body = marshal.dumps((code, bool(restricted), mode, int(output_limit), tuple(ahead)))
+    return len(body).to_bytes(_SETUP_HEADER, "big") + body
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    """``size`` bytes from a pipe, never more (what follows belongs to the next reader)."""
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the judge closed the pipe before the program arrived")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def run_setup(request_fd: int, reply_fd: int) -> None:
+    """The sandbox child's body: read the program from the judge, then serve its requests."""
+    size = int.from_bytes(_read_exactly(request_fd, _SETUP_HEADER), "big")
+    code, restricted, mode, output_limit, ahead = marshal.loads(_read_exactly(request_fd, size))
+    make_globals = policy.prepared_globals if restricted else policy.plain_globals
+    serve(code, make_globals, mode, output_limit, request_fd, reply_fd, ahead)
+
+
+class RemoteSandbox:
+    """The worker's handle on one submission process that its spawner forked."""
+
+    def __init__(self, spawner: Spawner, request_fd: int, reply_fd: int) -> None:
+        self.spawner, self.request_fd, self.reply_fd = spawner, request_fd, reply_fd
+
+    def close(self) -> int | None:
+        """Close our pipe ends (the child sees EOF), then have the spawner kill, reap and sweep.
+
+        Returns the child's wait status; raises :class:`RunFailed` if the spawner could not fork
+        it (an infrastructure failure, not the submission's)."""
+        for fd in (self.request_fd, self.reply_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        status, error = self.spawner.finish()
+        if error:
+            raise RunFailed(f"could not start the sandbox process: {error}")
+        return status
+
+
+class Spawner:
+    """Forks the fork server (once, after the walls) and talks to it over a socket pair."""
+
+    def __init__(self, *, init: bool) -> None:
+        """``init``: the spawner will be pid 1 of a fresh PID namespace (the caller unshared one)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                ours.close()
+                _serve(theirs, parent, init)
+            except BaseException:  # noqa: BLE001 - the fork server must never return into the worker
+                code = 70
+            finally:
+                os._exit(code)
+        theirs.close()
+        self.pid, self.sock = pid, ours
+        self.sock.set_inheritable(False)
+
+    def spawn(
+        self,
+        limits: Limits,
+        workdir: str | None,
+        *,
+        uid: int | None,
+        block_sockets: bool,
+        scope: bool,
+    ) -> RemoteSandbox:
+        """Start one sandbox process; the judge's ends of its pipes come back in the handle."""
+        request_r, request_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        message = marshal.dumps((astuple(limits), workdir, uid, block_sockets, scope))
+        try:
+            socket.send_fds(self.sock, [message], [request_r, reply_w])
+        except OSError as exc:
+            for fd in (request_r, request_w, reply_r, reply_w):
+                os.close(fd)
+            raise SpawnerGone(f"the sandbox spawner is gone ({exc})") from None
+        os.close(request_r)
+        os.close(reply_w)
+        return RemoteSandbox(self, request_w, reply_r)
+
+    def finish(self) -> tuple[int | None, str]:
+        """Have the spawner close the current sandbox; its exit status and any spawn error."""
+        try:
+            self.sock.send(b"close")
+            reply = self.sock.recv(MAX_MESSAGE)
+        except OSError as exc:
+            raise SpawnerGone(f"the sandbox spawner is gone ({exc})") from None
+        if not reply:
+            raise SpawnerGone("the sandbox spawner exited")
+        status, error = marshal.loads(reply)  # from our own fork server, never from a sandbox
+        return status, error
+
+    def close(self) -> None:
+        """Stop the spawner (it exits on EOF) and reap it."""
+        self.sock.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+
+def _serve(sock: socket.socket, parent: int, init: bool) -> None:
+    """The fork server's loop: fork a sandbox per ``spawn``, close it on ``close``, until EOF."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if not init and os.getppid() != parent:  # (init's parent lies outside its namespace: ppid 0)
+        return  # the worker died before the signal was armed; a later death closes the socket
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the worker decides when we stop
+    if not init:  # as init we reap every orphan anyway; otherwise become their subreaper
+        with contextlib.suppress(OSError):
+            prctl(PR_SET_CHILD_SUBREAPER, 1)
+    me = os.getpid()
+    while True:
+        message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
+        if not message:
+            return
+        sandbox, error = _start(message, fds, init, me)
+        command = sock.recv(MAX_MESSAGE)
+        status = sandbox.close() if sandbox is not None else None
+        if not command:
+            return
+        sock.send(marshal.dumps((status, error)))
+
+
+def _start(message: bytes, fds: list[int], init: bool, me: int) -> tuple[Sandbox | None, str]:
+    """Fork one sandbox from a spawn message; our copies of its pipe ends are closed after."""
+    try:
+        limits, workdir, uid, block_sockets, scope = marshal.loads(message)
+        if len(fds) != 2:
+            return None, f"expected 2 pipe ends, got {len(fds)}"
+        args: dict[str, Any] = {"uid": uid, "block_sockets": block_sockets, "init": init, "scope": scope}
+        return fork_sandbox(run_setup, Limits(*limits), workdir, fds[0], fds[1], parent=me, **args), ""
+    except (OSError, ValueError, TypeError, EOFError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    finally:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
