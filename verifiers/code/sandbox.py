@@ -224,24 +224,17 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
     return report
 
 
-def wipe_private_dirs(isolation: Isolation) -> None:
-    """Empty the worker's *private* tmpfs mounts, so no submission sees what the last one left.
-
-    Only directories this worker mounted itself are touched (never a shared ``/tmp``).
-    """
-    for path in isolation.private_dirs:
-        _empty(path)
-
-
-def _empty(path: str) -> None:
-    """Remove everything below ``path`` except mount points (a read-only runtime bound under a
-    private ``/tmp``) and the folders that lead to them; never descends into a mount."""
+def empty_dir(path: str) -> None:
+    """Empty one of the worker's *private* dirs after a submission (never a shared ``/tmp``), so
+    no submission sees what the last one left: everything below ``path`` goes except mount points
+    (a read-only runtime bound under a private ``/tmp``) and the folders that lead to them; never
+    descends into a mount."""
     with os.scandir(path) as entries:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 if os.path.ismount(entry.path):
                     continue
-                _empty(entry.path)
+                empty_dir(entry.path)
                 with contextlib.suppress(OSError):
                     os.rmdir(entry.path)  # fails only where a mount point lies below
             else:

@@ -41,6 +41,7 @@ from rlvr_gym.verifiers.code.sandbox import (
     PR_SET_PDEATHSIG,
     Limits,
     Sandbox,
+    empty_dir,
     fork_sandbox,
     prctl,
 )
@@ -91,15 +92,21 @@ class RemoteSandbox:
     def __init__(self, spawner: Spawner, request_fd: int, reply_fd: int) -> None:
         self.spawner, self.request_fd, self.reply_fd = spawner, request_fd, reply_fd
 
-    def close(self) -> int | None:
-        """Close our pipe ends (the child sees EOF), then have the spawner kill, reap and sweep.
+    def close(self, *, wait: bool) -> int | None:
+        """Close our pipe ends (the child sees EOF) and have the spawner kill, reap, sweep and
+        wipe the private dirs, before it forks the next sandbox.
 
-        Returns the child's wait status; raises :class:`RunFailed` if the spawner could not fork
-        it (an infrastructure failure, not the submission's)."""
+        ``wait=False`` (the sandbox answered every question): return at once, so the child's
+        exit overlaps the worker's next job; the status is ``None``. ``wait=True`` (it stopped
+        answering): wait for the child's wait status, and raise :class:`RunFailed` if the spawner
+        could not fork it at all (an infrastructure failure, not the submission's)."""
         for fd in (self.request_fd, self.reply_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        status, error = self.spawner.finish()
+        self.spawner.send(b"close")
+        if not wait:
+            return None
+        status, error = self.spawner.collect()
         if error:
             raise RunFailed(f"could not start the sandbox process: {error}")
         return status
@@ -108,8 +115,9 @@ class RemoteSandbox:
 class Spawner:
     """Forks the fork server (once, after the walls) and talks to it over a socket pair."""
 
-    def __init__(self, *, init: bool) -> None:
-        """``init``: the spawner will be pid 1 of a fresh PID namespace (the caller unshared one)."""
+    def __init__(self, *, init: bool, private_dirs: tuple[str, ...] = ()) -> None:
+        """``init``: the spawner will be pid 1 of a fresh PID namespace (the caller unshared one).
+        ``private_dirs``: the worker's private mounts, emptied after every sandbox."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         parent = os.getpid()
         pid = os.fork()
@@ -117,7 +125,7 @@ class Spawner:
             code = 0
             try:
                 ours.close()
-                _serve(theirs, parent, init)
+                _serve(theirs, parent, init, private_dirs)
             except BaseException:  # noqa: BLE001 - the fork server must never return into the worker
                 code = 70
             finally:
@@ -125,6 +133,7 @@ class Spawner:
         theirs.close()
         self.pid, self.sock = pid, ours
         self.sock.set_inheritable(False)
+        self.pending = 0  # closes sent whose replies are not read yet
 
     def spawn(
         self,
@@ -136,6 +145,8 @@ class Spawner:
         scope: bool,
     ) -> RemoteSandbox:
         """Start one sandbox process; the judge's ends of its pipes come back in the handle."""
+        while self.pending:  # the last sandbox is closed (reaped, swept, wiped) before the next
+            self.collect()
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         message = marshal.dumps((astuple(limits), workdir, uid, block_sockets, scope))
@@ -149,26 +160,33 @@ class Spawner:
         os.close(reply_w)
         return RemoteSandbox(self, request_w, reply_r)
 
-    def finish(self) -> tuple[int | None, str]:
-        """Have the spawner close the current sandbox; its exit status and any spawn error."""
+    def send(self, command: bytes) -> None:
         try:
-            self.sock.send(b"close")
+            self.sock.send(command)
+        except OSError as exc:
+            raise SpawnerGone(f"the sandbox spawner is gone ({exc})") from None
+        self.pending += 1
+
+    def collect(self) -> tuple[int | None, str]:
+        """The oldest unread close reply: the sandbox's wait status and any spawn error."""
+        try:
             reply = self.sock.recv(MAX_MESSAGE)
         except OSError as exc:
             raise SpawnerGone(f"the sandbox spawner is gone ({exc})") from None
         if not reply:
             raise SpawnerGone("the sandbox spawner exited")
+        self.pending -= 1
         status, error = marshal.loads(reply)  # from our own fork server, never from a sandbox
         return status, error
 
     def close(self) -> None:
-        """Stop the spawner (it exits on EOF) and reap it."""
+        """Stop the spawner (it closes the last sandbox and exits on EOF) and reap it."""
         self.sock.close()
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
 
 
-def _serve(sock: socket.socket, parent: int, init: bool) -> None:
+def _serve(sock: socket.socket, parent: int, init: bool, private_dirs: tuple[str, ...]) -> None:
     """The fork server's loop: fork a sandbox per ``spawn``, close it on ``close``, until EOF."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if not init and os.getppid() != parent:  # (init's parent lies outside its namespace: ppid 0)
@@ -185,6 +203,8 @@ def _serve(sock: socket.socket, parent: int, init: bool) -> None:
         sandbox, error = _start(message, fds, init, me)
         command = sock.recv(MAX_MESSAGE)
         status = sandbox.close() if sandbox is not None else None
+        for path in private_dirs:
+            empty_dir(path)
         if not command:
             return
         sock.send(marshal.dumps((status, error)))

@@ -36,7 +36,6 @@ from rlvr_gym.verifiers.code.sandbox import (
     isolate_worker,
     prctl,
     sandbox_uid,
-    wipe_private_dirs,
 )
 from rlvr_gym.verifiers.code.spawner import Spawner, SpawnerGone, setup_blob
 
@@ -83,14 +82,19 @@ def run_job(job: Mapping[str, Any], isolation: Isolation, spawner: Spawner) -> d
         block_sockets=isolation.network.startswith("no network namespace"),
         scope=isolation.scope_children,
     )
+    session = Session(sandbox.request_fd, sandbox.reply_fd, deadline, ahead, setup)
     try:
-        outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline, ahead, setup))
+        outcome = judge(spec, session)
     finally:
-        status = sandbox.close()
+        # a sandbox that answered everything is closed while we go on; one that stopped
+        # answering (or a per-job dir to remove) is waited for, for its status or spawn error
+        status = sandbox.close(wait=session.gone is not None or not isolation.workdir)
         if not isolation.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
-        wipe_private_dirs(isolation)
-    return {"status": "ran", **asdict(outcome), "exit_status": status}
+    result = {"status": "ran", **asdict(outcome)}
+    if status is not None:
+        result["exit_status"] = status
+    return result
 
 
 def supervise(worker: int) -> int:
@@ -142,7 +146,7 @@ def main() -> int:
         enter_workdir(isolation.workdir)
     if missing:
         isolation.notes.append(f"allowed modules that failed to import: {', '.join(missing)}")
-    spawner = Spawner(init=isolation.spawner_init)
+    spawner = Spawner(init=isolation.spawner_init, private_dirs=tuple(isolation.private_dirs))
     write_frame(out_fd, {"isolation": isolation.as_dict(), "pid": host_pid})
     jobs = FrameReader(in_fd)
     while True:
