@@ -91,8 +91,8 @@ class Isolation:
     """Whether the fork server is init of a PID namespace of the submissions' own (nested in the
     worker's): then ``kill(-1)`` from it sweeps exactly what the submission left."""
     scope_children: bool = False
-    """Whether each submission enters a nested Landlock domain that cannot signal the worker
-    (needed only when neither a PID namespace nor a uid of its own protects the worker)."""
+    """Whether each submission enters a nested Landlock domain that cannot signal the worker or its
+    fork server (needed only when neither a PID namespace nor a uid of its own protects them)."""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -197,7 +197,9 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
                 )
             elif not report.pid:  # same uid as the worker, which is no namespace's init
                 report.scope_children = True
-                report.notes.append("each submission in a nested Landlock domain: cannot signal the worker")
+                report.notes.append(
+                    "each submission in a nested Landlock domain: cannot signal the worker or its fork server"
+                )
         except OSError as exc:
             report.missing.append(f"filesystem wall (Landlock): {exc}")
     report.workdir = report.private_dirs[0] if report.private_dirs else ""
@@ -323,7 +325,7 @@ def _lock_down(
     if scope:
         rootfs.landlock_scope_self()
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid: a uid change clears it
-    if os.getppid() != parent:  # the worker died while we were setting up
+    if os.getppid() != parent:  # the fork server died while we were setting up
         os._exit(70)
     if workdir is not None:
         os.environ.clear()
@@ -416,7 +418,7 @@ def kill_uid(uid: int) -> None:
     """SIGKILL every process running as ``uid``, atomically: ``kill(-1)`` with that uid as ours.
 
     ``kill(-1)`` walks the process table under a lock that ``fork`` also needs, so a fork bomb
-    cannot outrun it. The worker keeps a saved uid of 0 and switches straight back.
+    cannot outrun it. The fork server keeps a saved uid of 0 and switches straight back.
     """
     os.setresuid(uid, uid, 0)
     try:

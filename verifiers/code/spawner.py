@@ -92,21 +92,17 @@ class RemoteSandbox:
     def __init__(self, spawner: Spawner, request_fd: int, reply_fd: int) -> None:
         self.spawner, self.request_fd, self.reply_fd = spawner, request_fd, reply_fd
 
-    def close(self, *, wait: bool) -> int | None:
-        """Close our pipe ends (the child sees EOF) and have the spawner kill, reap, sweep and
-        wipe the private dirs, before it forks the next sandbox.
+    def close(self) -> int | None:
+        """Close our pipe ends (the child sees EOF), then have the spawner kill, reap and sweep
+        everything the submission started and wipe the private dirs; the child's wait status.
 
-        ``wait=False`` (the sandbox answered every question): return at once, so the child's
-        exit overlaps the worker's next job; the status is ``None``. ``wait=True`` (it stopped
-        answering): wait for the child's wait status, and raise :class:`RunFailed` if the spawner
-        could not fork it at all (an infrastructure failure, not the submission's)."""
+        Waits until all of that is done, so no process of a submission outlives its verdict.
+        Raises :class:`RunFailed` if the spawner could not fork the child at all (an
+        infrastructure failure, not the submission's)."""
         for fd in (self.request_fd, self.reply_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self.spawner.send(b"close")
-        if not wait:
-            return None
-        status, error = self.spawner.collect()
+        status, error = self.spawner.finish()
         if error:
             raise RunFailed(f"could not start the sandbox process: {error}")
         return status
@@ -133,7 +129,6 @@ class Spawner:
         theirs.close()
         self.pid, self.sock = pid, ours
         self.sock.set_inheritable(False)
-        self.pending = 0  # closes sent whose replies are not read yet
 
     def spawn(
         self,
@@ -145,8 +140,6 @@ class Spawner:
         scope: bool,
     ) -> RemoteSandbox:
         """Start one sandbox process; the judge's ends of its pipes come back in the handle."""
-        while self.pending:  # the last sandbox is closed (reaped, swept, wiped) before the next
-            self.collect()
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         message = marshal.dumps((astuple(limits), workdir, uid, block_sockets, scope))
@@ -160,22 +153,15 @@ class Spawner:
         os.close(reply_w)
         return RemoteSandbox(self, request_w, reply_r)
 
-    def send(self, command: bytes) -> None:
+    def finish(self) -> tuple[int | None, str]:
+        """Have the spawner close the current sandbox; its wait status and any spawn error."""
         try:
-            self.sock.send(command)
-        except OSError as exc:
-            raise SpawnerGone(f"the sandbox spawner is gone ({exc})") from None
-        self.pending += 1
-
-    def collect(self) -> tuple[int | None, str]:
-        """The oldest unread close reply: the sandbox's wait status and any spawn error."""
-        try:
+            self.sock.send(b"close")
             reply = self.sock.recv(MAX_MESSAGE)
         except OSError as exc:
             raise SpawnerGone(f"the sandbox spawner is gone ({exc})") from None
         if not reply:
             raise SpawnerGone("the sandbox spawner exited")
-        self.pending -= 1
         status, error = marshal.loads(reply)  # from our own fork server, never from a sandbox
         return status, error
 

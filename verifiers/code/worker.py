@@ -82,19 +82,13 @@ def run_job(job: Mapping[str, Any], isolation: Isolation, spawner: Spawner) -> d
         block_sockets=isolation.network.startswith("no network namespace"),
         scope=isolation.scope_children,
     )
-    session = Session(sandbox.request_fd, sandbox.reply_fd, deadline, ahead, setup)
     try:
-        outcome = judge(spec, session)
+        outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline, ahead, setup))
     finally:
-        # a sandbox that answered everything is closed while we go on; one that stopped
-        # answering (or a per-job dir to remove) is waited for, for its status or spawn error
-        status = sandbox.close(wait=session.gone is not None or not isolation.workdir)
+        status = sandbox.close()
         if not isolation.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
-    result = {"status": "ran", **asdict(outcome)}
-    if status is not None:
-        result["exit_status"] = status
-    return result
+    return {"status": "ran", **asdict(outcome), "exit_status": status}
 
 
 def supervise(worker: int) -> int:
