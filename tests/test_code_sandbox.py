@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -336,6 +340,22 @@ def test_a_wedged_worker_is_killed_and_replaced():
         assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
         assert pool._workers[0].process.pid != worker
         assert not sandbox_processes()  # killed, and reaped by the worker's supervisor
+
+
+def test_a_dead_fork_server_is_an_error_and_the_worker_is_replaced():
+    """The worker's fork server (the process that forks every sandbox) is killed from outside:
+    the next job is a verifier error, not a wrong answer, and the pool starts a fresh worker."""
+    with SandboxPool(1) as pool:
+        verifier = CodeVerifier(limits=FAST, pool=pool)
+        assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
+        worker = pool._workers[0].pid
+        (spawner,) = Path(f"/proc/{worker}/task/{worker}/children").read_text().split()
+        os.kill(int(spawner), signal.SIGKILL)
+        first, *rest = verifier.verify_batch([fenced("def f():\n    return 1")] * 3, [calls_task(1)] * 3)
+        assert first.reason is Reason.ERROR and "spawner" in first.details["error"], first
+        assert all(v.passed for v in rest), rest  # the job sent behind it ran on the replacement
+        assert pool._workers[0].pid != worker
+        assert not sandbox_processes()
 
 
 def test_jobs_sent_behind_a_wedged_one_run_on_the_replacement():

@@ -157,11 +157,15 @@ class SandboxPool:
     def _answer(self, slot: int, worker: _Worker, job: Mapping[str, Any]) -> dict[str, Any]:
         """The worker's outcome of ``job``, the oldest one sent to it and not answered yet."""
         try:
-            return worker.replies.read(time.monotonic() + self._budget(job))
+            outcome = worker.replies.read(time.monotonic() + self._budget(job))
         except ChannelTimeout:
             return self._overran(slot, worker)
         except (ChannelClosed, CodecError) as exc:
             return self._died(slot, worker, exc)
+        if outcome.get("retire"):  # it can run nothing more (its fork server died) and is exiting
+            worker.kill()
+            self._workers[slot] = None
+        return outcome
 
     def _died(self, slot: int, worker: _Worker, exc: BaseException) -> dict[str, Any]:
         worker.kill()

@@ -154,7 +154,7 @@ def main() -> int:
         except (KeyboardInterrupt, SystemExit):
             raise
         except SpawnerGone as exc:  # nothing more can run here: answer, then let the pool replace us
-            write_frame(out_fd, {"status": "error", "errors": [str(exc)]})
+            write_frame(out_fd, {"status": "error", "errors": [str(exc)], "retire": True})
             return 1
         except BaseException as exc:  # noqa: BLE001 - a verifier bug: report it, keep serving
             outcome = {"status": "error", "errors": [f"{type(exc).__name__}: {exc}"]}
