@@ -352,7 +352,9 @@ def test_installed_packages_are_hidden_unless_preloaded(monkeypatch):
         assert not verdict.passed and "ModuleNotFoundError" in str(verdict.details), verdict
     monkeypatch.setenv("RLVR_GYM_SANDBOX_PRELOAD", "hypothesis, no_such_module_here")
     with SandboxPool(1) as pool:
-        assert CodeVerifier(limits=FAST, pool=pool, restricted=False)(program, calls_task("hypothesis")).passed
+        assert CodeVerifier(limits=FAST, pool=pool, restricted=False)(
+            program, calls_task("hypothesis")
+        ).passed
         assert "no_such_module_here" in " ".join(pool.isolation["notes"])
 
 

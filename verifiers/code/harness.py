@@ -81,6 +81,16 @@ class Outcome:
         if len(self.failures) < 3:
             self.failures.append(short_reason(message))
 
+    def as_dict(self) -> dict[str, Any]:
+        """Plain fields for the outcome frame (``dataclasses.asdict`` deep-copies: slower, same)."""
+        return {
+            "passed": self.passed,
+            "total": self.total,
+            "timed_out": self.timed_out,
+            "load_error": self.load_error,
+            "failures": list(self.failures),
+        }
+
 
 class Session:
     """The judge's end of the pipe pair to one sandboxed process.

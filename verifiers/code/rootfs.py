@@ -120,7 +120,9 @@ def _without(path: str, hidden: list[str]) -> list[str]:
         return []
     if not any(h.startswith(path.rstrip("/") + "/") for h in hidden):
         return [path]
-    return [entry for name in sorted(os.listdir(path)) for entry in _without(os.path.join(path, name), hidden)]
+    return [
+        entry for name in sorted(os.listdir(path)) for entry in _without(os.path.join(path, name), hidden)
+    ]
 
 
 def runtime_paths() -> list[str]:

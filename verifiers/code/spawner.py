@@ -30,7 +30,6 @@ import os
 import signal
 import socket
 import types
-from dataclasses import astuple
 from typing import Any
 
 from rlvr_gym.error import RunFailed
@@ -142,7 +141,8 @@ class Spawner:
         """Start one sandbox process; the judge's ends of its pipes come back in the handle."""
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
-        message = marshal.dumps((astuple(limits), workdir, uid, block_sockets, scope))
+        fields = tuple(getattr(limits, name) for name in limits.__slots__)
+        message = marshal.dumps((fields, workdir, uid, block_sockets, scope))
         try:
             socket.send_fds(self.sock, [message], [request_r, reply_w])
         except OSError as exc:

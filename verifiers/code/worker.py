@@ -20,7 +20,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import asdict
 from typing import Any
 
 from rlvr_gym.verifiers.code import policy
@@ -88,7 +87,7 @@ def run_job(job: Mapping[str, Any], isolation: Isolation, spawner: Spawner) -> d
         status = sandbox.close()
         if not isolation.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
-    return {"status": "ran", **asdict(outcome), "exit_status": status}
+    return {"status": "ran", **outcome.as_dict(), "exit_status": status}
 
 
 def supervise(worker: int) -> int:
