@@ -138,10 +138,6 @@ class FrameReader:
                 raise ChannelClosed("the other end closed the channel")
             self.buffer += chunk
 
-    def pending(self) -> bool:
-        """Whether a message has begun to arrive (buffered, or readable now without blocking)."""
-        return bool(self.buffer) or bool(select.select([self.fd], [], [], 0)[0])
-
     def read(self, deadline: float | None = None) -> Any:
         """The next message; a frame over :data:`MAX_FRAME_BYTES` or bad JSON is a CodecError."""
         self._fill(_HEADER.size, deadline)

@@ -91,14 +91,20 @@ class RemoteSandbox:
     def __init__(self, spawner: Spawner, request_fd: int, reply_fd: int) -> None:
         self.spawner, self.request_fd, self.reply_fd = spawner, request_fd, reply_fd
 
-    def close(self) -> None:
-        """Close our pipe ends (the child sees EOF) and ask the spawner to kill, reap and sweep
-        everything the submission started and wipe the private dirs. Does not wait: the
-        worker reads :meth:`Spawner.collect` before it sends this job's outcome."""
+    def close(self) -> int | None:
+        """Close our pipe ends (the child sees EOF), then have the spawner kill, reap and sweep
+        everything the submission started and wipe the private dirs; the child's wait status.
+
+        Waits until all of that is done, so no process of a submission outlives its verdict.
+        Raises :class:`RunFailed` if the spawner could not fork the child at all (an
+        infrastructure failure, not the submission's)."""
         for fd in (self.request_fd, self.reply_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self.spawner.send_close()
+        status, error = self.spawner.finish()
+        if error:
+            raise RunFailed(f"could not start the sandbox process: {error}")
+        return status
 
 
 class Spawner:
@@ -147,16 +153,10 @@ class Spawner:
         os.close(reply_w)
         return RemoteSandbox(self, request_w, reply_r)
 
-    def send_close(self) -> None:
+    def finish(self) -> tuple[int | None, str]:
+        """Have the spawner close the current sandbox; its wait status and any spawn error."""
         try:
             self.sock.send(b"close")
-        except OSError as exc:
-            raise SpawnerGone(f"the sandbox spawner is gone ({exc})") from None
-
-    def collect(self) -> tuple[int | None, str]:
-        """Wait for the spawner to finish closing the last sandbox: its wait status, and the
-        spawn error if it could not fork it at all (an infrastructure failure)."""
-        try:
             reply = self.sock.recv(MAX_MESSAGE)
         except OSError as exc:
             raise SpawnerGone(f"the sandbox spawner is gone ({exc})") from None

@@ -19,21 +19,12 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from rlvr_gym.verifiers.code import policy
 from rlvr_gym.verifiers.code.codec import ChannelClosed, FrameReader, dumps, write_frame
-from rlvr_gym.verifiers.code.harness import (
-    InvalidTests,
-    Outcome,
-    Session,
-    judge,
-    mode_of,
-    plan_ahead,
-    validate_tests,
-)
+from rlvr_gym.verifiers.code.harness import InvalidTests, Session, judge, mode_of, plan_ahead, validate_tests
 from rlvr_gym.verifiers.code.sandbox import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_PDEATHSIG,
@@ -62,29 +53,8 @@ def compile_job(source: str, restricted: bool) -> policy.PolicyResult:
     return _compile_cached(source, restricted)
 
 
-@dataclass(slots=True)
-class Prepared:
-    """A job checked and compiled, ready for a sandbox (the part that needs no sandbox)."""
-
-    spec: Mapping[str, Any]
-    limits: Limits
-    workdir: str | None
-    """Its own working dir, when the worker has no shared private one (removed after the job)."""
-    ahead: list[bytes]
-    setup: bytes
-
-
-@dataclass(slots=True)
-class Judged:
-    """A job whose sandbox the fork server is closing: its outcome waits for the close to finish."""
-
-    result: Outcome | dict[str, Any]
-    """What the judge found, or the error outcome of a verifier bug while judging."""
-    workdir: str | None
-
-
-def prepare_job(job: Mapping[str, Any], isolation: Isolation) -> Prepared | dict[str, Any]:
-    """Validate the tests and compile the program under the policy; an outcome when that decides it."""
+def run_job(job: Mapping[str, Any], isolation: Isolation, spawner: Spawner) -> dict[str, Any]:
+    """Policy check, then one sandboxed process judged to the end; always returns an outcome."""
     try:
         spec = validate_tests(job["tests"])
     except InvalidTests as exc:
@@ -97,62 +67,27 @@ def prepare_job(job: Mapping[str, Any], isolation: Isolation) -> Prepared | dict
             "status": "syntax" if compiled.syntax_error else "unsafe",
             "errors": list(compiled.errors)[:5],
         }
-    workdir = None
-    if not isolation.workdir:
-        workdir = tempfile.mkdtemp(prefix="sandbox-")
-        uid = sandbox_uid(isolation)
-        if uid is not None:
-            os.chown(workdir, uid, uid)
+    uid = sandbox_uid(isolation)
+    workdir = isolation.workdir or tempfile.mkdtemp(prefix="sandbox-")
+    if uid is not None and not isolation.workdir:
+        os.chown(workdir, uid, uid)
+    deadline = time.monotonic() + limits.wall_s
     ahead = [dumps(request) for request in plan_ahead(spec)]
     setup = setup_blob(compiled.code, bool(restricted), mode_of(spec), limits.output_bytes, ahead)
-    return Prepared(spec, limits, workdir, ahead, setup)
-
-
-def judge_job(job: Prepared, isolation: Isolation, spawner: Spawner) -> Judged:
-    """Run one sandbox to the end of the tests and ask the fork server to close it (not waiting)."""
-    deadline = time.monotonic() + job.limits.wall_s
     sandbox = spawner.spawn(
-        job.limits,
-        job.workdir,  # None: the shared one, entered once (enter_workdir)
-        uid=sandbox_uid(isolation),
+        limits,
+        None if isolation.workdir else workdir,  # the shared one was entered once (enter_workdir)
+        uid=uid,
         block_sockets=isolation.network.startswith("no network namespace"),
         scope=isolation.scope_children,
     )
     try:
-        result: Outcome | dict[str, Any] = judge(
-            job.spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline, job.ahead, job.setup)
-        )
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as exc:  # noqa: BLE001 - a verifier bug: reported once the sandbox is closed
-        result = {"status": "error", "errors": [f"{type(exc).__name__}: {exc}"]}
+        outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline, ahead, setup))
     finally:
-        sandbox.close()
-    return Judged(result, job.workdir)
-
-
-def finish_job(judged: Judged, spawner: Spawner) -> dict[str, Any]:
-    """Wait until the fork server has killed, reaped and swept the job's sandbox; its outcome.
-
-    Only then is the outcome sent: no process of a submission outlives its verdict."""
-    try:
-        status, error = spawner.collect()
-    finally:
-        if judged.workdir is not None:
-            shutil.rmtree(judged.workdir, ignore_errors=True)
-    if error:
-        return {"status": "error", "errors": [f"could not start the sandbox process: {error}"]}
-    if isinstance(judged.result, dict):
-        return judged.result
-    return {"status": "ran", **judged.result.as_dict(), "exit_status": status}
-
-
-def run_job(job: Mapping[str, Any], isolation: Isolation, spawner: Spawner) -> dict[str, Any]:
-    """Policy check, then one sandboxed process judged to the end; always returns an outcome."""
-    prepared = prepare_job(job, isolation)
-    if isinstance(prepared, dict):
-        return prepared
-    return finish_job(judge_job(prepared, isolation, spawner), spawner)
+        status = sandbox.close()
+        if not isolation.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return {"status": "ran", **outcome.as_dict(), "exit_status": status}
 
 
 def supervise(worker: int) -> int:
@@ -206,54 +141,23 @@ def main() -> int:
         isolation.notes.append(f"modules to preload that failed to import: {', '.join(missing)}")
     spawner = Spawner(init=isolation.spawner_init, private_dirs=tuple(isolation.private_dirs))
     write_frame(out_fd, {"isolation": isolation.as_dict(), "pid": host_pid})
-    return serve_jobs(FrameReader(in_fd), out_fd, isolation, spawner)
-
-
-def serve_jobs(jobs: FrameReader, out_fd: int, isolation: Isolation, spawner: Spawner) -> int:
-    """Answer jobs in order until the pool closes our stdin; 1 if the fork server died.
-
-    A job's sandbox is closed (killed, reaped, swept) by the fork server while this process
-    already reads and compiles the next job, if one is waiting; the outcome is sent as soon as
-    the close is done, and before anything of the next job.
-    """
-    judged: Judged | None = None
-    try:
-        while True:
-            if judged is not None and not jobs.pending():
-                write_frame(out_fd, finish_job(judged, spawner))
-                judged = None
-            try:
-                job = jobs.read()
-            except ChannelClosed:
-                if judged is not None:
-                    write_frame(out_fd, finish_job(judged, spawner))
-                spawner.close()
-                return 0
-            prepared = _bug_as_outcome(prepare_job, job, isolation)
-            if judged is not None:
-                write_frame(out_fd, finish_job(judged, spawner))
-                judged = None
-            if not isinstance(prepared, Prepared):
-                write_frame(out_fd, prepared)
-                continue
-            result = _bug_as_outcome(judge_job, prepared, isolation, spawner)
-            if isinstance(result, Judged):
-                judged = result
-            else:
-                write_frame(out_fd, result)
-    except SpawnerGone as exc:  # nothing more can run here: answer, then let the pool replace us
-        write_frame(out_fd, {"status": "error", "errors": [str(exc)], "retire": True})
-        return 1
-
-
-def _bug_as_outcome(step: Callable[..., Any], *args: Any) -> Any:
-    """``step(*args)``, or an error outcome if it raised (a verifier bug: report it, keep serving)."""
-    try:
-        return step(*args)
-    except (KeyboardInterrupt, SystemExit, SpawnerGone):
-        raise
-    except BaseException as exc:  # noqa: BLE001
-        return {"status": "error", "errors": [f"{type(exc).__name__}: {exc}"]}
+    jobs = FrameReader(in_fd)
+    while True:
+        try:
+            job = jobs.read()
+        except ChannelClosed:
+            spawner.close()
+            return 0
+        try:
+            outcome = run_job(job, isolation, spawner)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except SpawnerGone as exc:  # nothing more can run here: answer, then let the pool replace us
+            write_frame(out_fd, {"status": "error", "errors": [str(exc)], "retire": True})
+            return 1
+        except BaseException as exc:  # noqa: BLE001 - a verifier bug: report it, keep serving
+            outcome = {"status": "error", "errors": [f"{type(exc).__name__}: {exc}"]}
+        write_frame(out_fd, outcome)
 
 
 if __name__ == "__main__":
