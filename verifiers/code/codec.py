@@ -93,9 +93,14 @@ def _decode_tagged(obj: dict[str, Any]) -> Any:
     raise CodecError(f"bad tagged value {obj!r:.80}")
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+"""One encoder made up front: ``json.dumps`` with options builds one per call, and in a sandbox
+every object that touches is a copied page."""
+
+
 def dumps(message: Any) -> bytes:
     """One frame: 4-byte big-endian length, then compact JSON."""
-    payload = json.dumps(message, separators=(",", ":")).encode()
+    payload = _ENCODER.encode(message).encode()
     if len(payload) > MAX_FRAME_BYTES:
         raise CodecError(f"message of {len(payload)} bytes exceeds {MAX_FRAME_BYTES}")
     return _HEADER.pack(len(payload)) + payload

@@ -89,10 +89,11 @@ def serve(
     output_limit: int,
     request_fd: int,
     reply_fd: int,
-    ahead: Sequence[bytes] = (),
+    ahead: Sequence[bytes | dict[str, Any]] = (),
 ) -> None:
     """Load the program (module mode), answer the requests planned ``ahead`` (frames the judge
-    made before the fork) in order, then answer requests until the judge closes the channel."""
+    made, or those requests already decoded) in order, then answer requests until the judge
+    closes the channel."""
     namespace: dict[str, Any] = {}
     if mode == MODULE:  # one bounded sink for the whole run: module-mode output is never read
         sys.stdin, sys.stdout, sys.stderr = (
@@ -104,7 +105,8 @@ def serve(
         error = _run(lambda: exec(code, namespace))  # noqa: S102 - sandboxed
         write_frame(reply_fd, {"ok": error is None, **(describe(error) if error else {})})
     for frame in ahead:
-        write_frame(reply_fd, _answer(loads(frame), code, make_globals, namespace, output_limit))
+        request = frame if isinstance(frame, dict) else loads(frame)
+        write_frame(reply_fd, _answer(request, code, make_globals, namespace, output_limit))
     requests = FrameReader(request_fd, values=True)
     while True:
         try:

@@ -42,6 +42,8 @@ CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+PR_GET_NO_NEW_PRIVS = 39
+_SIGKILL = int(signal.SIGKILL)  # a plain int: the enum member's lookup writes pages in every child
 
 NO_NAMESPACES_ENV = "RLVR_GYM_SANDBOX_NO_NAMESPACES"
 """Set to ``1`` to build the walls without namespaces (Landlock, seccomp, uid), as on a machine
@@ -281,6 +283,12 @@ def enter_workdir(workdir: str) -> None:
     os.environ.update(sandbox_environment(workdir))
 
 
+def no_new_privs() -> bool:
+    """Whether ``no_new_privs`` is set on this process already (the seccomp filter and Landlock
+    set it in the worker; every child inherits it and none can unset it)."""
+    return _libc.prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1
+
+
 def _lock_down(
     limits: Limits,
     uid: int | None,
@@ -290,42 +298,51 @@ def _lock_down(
     block_sockets: bool,
     parent: int,
     scope: bool = False,
+    *,
+    devnull: int | None = None,
+    death_signal: bool = True,
+    set_no_new_privs: bool = True,
 ) -> None:
-    """Everything the child does to itself before any submission code runs."""
+    """Everything the child does to itself before any submission code runs.
+
+    Runs in every sandbox, so it touches as little as it can: each page of the fork server's
+    memory it writes is copied for this child (a ``ctypes`` call alone costs ~50 such faults).
+    ``devnull``: an open ``/dev/null`` of the parent's; ``death_signal=False`` when the parent is
+    init of the child's PID namespace (its death kills the child anyway); ``set_no_new_privs=False``
+    when it is inherited already (:func:`no_new_privs`)."""
     os.setsid()
-    # via fds above the targets, so neither dup2 can clobber the other pipe end
-    request_fd, reply_fd = (
-        fcntl.fcntl(request_fd, fcntl.F_DUPFD, 10),
-        fcntl.fcntl(reply_fd, fcntl.F_DUPFD, 10),
-    )
+    if request_fd <= CHILD_REPLY_FD or reply_fd <= CHILD_REPLY_FD:
+        # via fds above the targets, so neither dup2 can clobber the other pipe end
+        request_fd, reply_fd = (
+            fcntl.fcntl(request_fd, fcntl.F_DUPFD, 10),
+            fcntl.fcntl(reply_fd, fcntl.F_DUPFD, 10),
+        )
     os.dup2(request_fd, CHILD_REQUEST_FD)
     os.dup2(reply_fd, CHILD_REPLY_FD)
-    devnull = os.open(os.devnull, os.O_RDWR)
+    if devnull is None:
+        devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.closerange(CHILD_REPLY_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
     if workdir is not None:  # else the worker did it once (enter_workdir)
         os.chdir(workdir)
         os.umask(0o077)
-    rlimits = {
-        resource.RLIMIT_CPU: (limits.cpu_s, limits.cpu_s + 1),
-        resource.RLIMIT_AS: (limits.memory_bytes, limits.memory_bytes),
-        resource.RLIMIT_FSIZE: (limits.file_bytes, limits.file_bytes),
-        resource.RLIMIT_NOFILE: (limits.open_files, limits.open_files),
-        resource.RLIMIT_CORE: (0, 0),
-    }
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if uid is not None:
-        rlimits[resource.RLIMIT_NPROC] = (limits.processes, limits.processes)
-    for which, value in rlimits.items():
-        resource.setrlimit(which, value)
-    if uid is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
-    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if set_no_new_privs:
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
     if scope:
         rootfs.landlock_scope_self()
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid: a uid change clears it
+    if death_signal:
+        prctl(PR_SET_PDEATHSIG, _SIGKILL)  # after setuid: a uid change clears it
     if os.getppid() != parent:  # the fork server died while we were setting up
         os._exit(70)
     if workdir is not None:
@@ -419,6 +436,8 @@ def fork_sandbox(
     block_sockets: bool = False,
     init: bool = False,
     scope: bool = False,
+    devnull: int | None = None,
+    set_no_new_privs: bool = True,
 ) -> Sandbox:
     """Fork a locked-down child that calls ``run(request_fd, reply_fd)`` on the given pipe ends
     (as fds 3 and 4) and never returns. The caller keeps its copies of the two ends to close.
@@ -426,12 +445,16 @@ def fork_sandbox(
     Called by the worker's fork server (:mod:`.spawner`); ``parent`` is its own pid, which the
     child checks after arming its parent-death signal. ``workdir=None``: the worker already sits
     in the working dir with the submission's environment (:func:`enter_workdir`), which the
-    fork server and so the child inherit."""
+    fork server and so the child inherit. ``devnull`` and ``set_no_new_privs``: see
+    :func:`_lock_down`; the parent-death signal is armed unless the caller is init (``init``)."""
     pid = fork_without_hooks() if FORK_WITHOUT_HOOKS else os.fork()
     if pid == 0:  # the child: nothing here may return into the fork server's code
         code = 71
         try:
-            _lock_down(limits, uid, workdir, request_r, reply_w, block_sockets, parent, scope)
+            _lock_down(
+                limits, uid, workdir, request_r, reply_w, block_sockets, parent, scope,
+                devnull=devnull, death_signal=not init, set_no_new_privs=set_no_new_privs,
+            )  # fmt: skip
             code = 0
             run(CHILD_REQUEST_FD, CHILD_REPLY_FD)
         except BaseException:  # noqa: BLE001 - the child must exit, whatever happened

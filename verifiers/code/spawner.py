@@ -25,6 +25,7 @@ neither the worker nor the host, cannot signal their init, and die with it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import marshal
 import os
 import signal
@@ -34,14 +35,17 @@ from typing import Any
 
 from rlvr_gym.error import RunFailed
 from rlvr_gym.verifiers.code import policy
+from rlvr_gym.verifiers.code.codec import loads
 from rlvr_gym.verifiers.code.runner import serve
 from rlvr_gym.verifiers.code.sandbox import (
+    CHILD_REPLY_FD,
     PR_SET_CHILD_SUBREAPER,
     PR_SET_PDEATHSIG,
     Limits,
     Sandbox,
     empty_dir,
     fork_sandbox,
+    no_new_privs,
     prctl,
 )
 
@@ -59,9 +63,12 @@ def setup_blob(
     """What the worker writes first into a new sandbox's request pipe: its program and plan.
 
     ``marshal`` carries the code object the worker compiled (and memoised) to the child, the one
-    process that runs it; nothing the sandbox sends back is ever unmarshalled (replies are JSON).
+    process that runs it, and the planned requests already decoded (so the child does not load
+    the JSON decoder for them); nothing the sandbox sends back is ever unmarshalled (replies are
+    JSON).
     """
-    body = marshal.dumps((code, bool(restricted), mode, int(output_limit), tuple(ahead)))
+    requests = tuple(loads(frame) for frame in ahead)
+    body = marshal.dumps((code, bool(restricted), mode, int(output_limit), requests))
     return len(body).to_bytes(_SETUP_HEADER, "big") + body
 
 
@@ -182,11 +189,15 @@ def _serve(sock: socket.socket, parent: int, init: bool, private_dirs: tuple[str
         with contextlib.suppress(OSError):
             prctl(PR_SET_CHILD_SUBREAPER, 1)
     me = os.getpid()
+    # what every sandbox would otherwise do for itself, each time paying copy-on-write faults
+    devnull = _above_child_fds(os.open(os.devnull, os.O_RDWR))
+    inherited_nnp = no_new_privs()
     while True:
         message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
         if not message:
             return
-        sandbox, error = _start(message, fds, init, me)
+        fds = [_above_child_fds(fd) for fd in fds]  # the child moves them to 3 and 4 with no clash
+        sandbox, error = _start(message, fds, init, me, devnull, not inherited_nnp)
         command = sock.recv(MAX_MESSAGE)
         status = sandbox.close() if sandbox is not None else None
         for path in private_dirs:
@@ -196,13 +207,31 @@ def _serve(sock: socket.socket, parent: int, init: bool, private_dirs: tuple[str
         sock.send(marshal.dumps((status, error)))
 
 
-def _start(message: bytes, fds: list[int], init: bool, me: int) -> tuple[Sandbox | None, str]:
+def _above_child_fds(fd: int) -> int:
+    """``fd`` renumbered above the child's fixed fds (0-4) if it is one of them."""
+    if fd > CHILD_REPLY_FD:
+        return fd
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
+
+
+def _start(
+    message: bytes, fds: list[int], init: bool, me: int, devnull: int, set_nnp: bool
+) -> tuple[Sandbox | None, str]:
     """Fork one sandbox from a spawn message; our copies of its pipe ends are closed after."""
     try:
         limits, workdir, uid, block_sockets, scope = marshal.loads(message)
         if len(fds) != 2:
             return None, f"expected 2 pipe ends, got {len(fds)}"
-        args: dict[str, Any] = {"uid": uid, "block_sockets": block_sockets, "init": init, "scope": scope}
+        args: dict[str, Any] = {
+            "uid": uid,
+            "block_sockets": block_sockets,
+            "init": init,
+            "scope": scope,
+            "devnull": devnull,
+            "set_no_new_privs": set_nnp,
+        }
         return fork_sandbox(run_setup, Limits(*limits), workdir, fds[0], fds[1], parent=me, **args), ""
     except (OSError, ValueError, TypeError, EOFError) as exc:
         return None, f"{type(exc).__name__}: {exc}"
