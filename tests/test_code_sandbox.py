@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -18,6 +19,7 @@ from rlvr_gym.verifiers.code import (
     SandboxPool,
     compile_submission,
     same_value,
+    sandbox,
 )
 from tests.code_support import calls_task, fenced, sandbox_processes
 
@@ -340,6 +342,43 @@ def test_a_wedged_worker_is_killed_and_replaced():
         assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
         assert pool._workers[0].process.pid != worker
         assert not sandbox_processes()  # killed, and reaped by the worker's supervisor
+
+
+@pytest.mark.parametrize("without_hooks", [True, False], ids=["libc-fork", "os-fork"])
+def test_a_sandbox_child_is_locked_down_whichever_fork_made_it(monkeypatch, without_hooks):
+    """fork_sandbox with libc's fork (the fork server's fast path on CPython 3.11) and with
+    os.fork (every other interpreter): the child runs on fds 3 and 4 only, under its rlimits,
+    as a working Python (threading and the main-thread check intact)."""
+    if without_hooks and not sandbox.FORK_WITHOUT_HOOKS:
+        pytest.skip("libc fork is used on CPython 3.11 only")
+    monkeypatch.setattr(sandbox, "FORK_WITHOUT_HOOKS", without_hooks)
+    request_r, request_w = os.pipe()
+    reply_r, reply_w = os.pipe()
+
+    def run(request_fd: int, reply_fd: int) -> None:
+        import resource
+        import threading
+
+        facts = [
+            threading.current_thread() is threading.main_thread(),
+            resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+            sorted(int(fd) for fd in os.listdir("/proc/self/fd"))[:5],
+            os.read(request_fd, 5).decode(),
+        ]
+        os.write(reply_fd, json.dumps(facts).encode())
+
+    child = sandbox.fork_sandbox(
+        run, Limits(open_files=16), None, request_r, reply_w, parent=os.getpid(), uid=None
+    )
+    os.close(request_r)
+    os.close(reply_w)
+    os.write(request_w, b"hello")
+    with os.fdopen(reply_r, "rb") as replies:
+        facts = json.loads(replies.read())
+    os.close(request_w)
+    _, status = os.waitpid(child.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert facts == [True, 16, [0, 1, 2, 3, 4], "hello"]
 
 
 def test_installed_packages_are_hidden_unless_preloaded(monkeypatch):
