@@ -117,9 +117,13 @@ class RemoteSandbox:
 class Spawner:
     """Forks the fork server (once, after the walls) and talks to it over a socket pair."""
 
-    def __init__(self, *, init: bool, private_dirs: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, *, init: bool, private_dirs: tuple[str, ...] = (), worker_fds: tuple[int, ...] = ()
+    ) -> None:
         """``init``: the spawner will be pid 1 of a fresh PID namespace (the caller unshared one).
-        ``private_dirs``: the worker's private mounts, emptied after every sandbox."""
+        ``private_dirs``: the worker's private mounts, emptied after every sandbox.
+        ``worker_fds``: the worker's own channels (to the pool), closed in the spawner so that
+        only the worker holds them: the pool sees the worker's death as end-of-file at once."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         parent = os.getpid()
         pid = os.fork()
@@ -127,6 +131,8 @@ class Spawner:
             code = 0
             try:
                 ours.close()
+                for fd in worker_fds:
+                    os.close(fd)
                 _serve(theirs, parent, init, private_dirs)
             except BaseException:  # noqa: BLE001 - the fork server must never return into the worker
                 code = 70

@@ -139,7 +139,9 @@ def main() -> int:
         enter_workdir(isolation.workdir)
     if missing:
         isolation.notes.append(f"modules to preload that failed to import: {', '.join(missing)}")
-    spawner = Spawner(init=isolation.spawner_init, private_dirs=tuple(isolation.private_dirs))
+    spawner = Spawner(
+        init=isolation.spawner_init, private_dirs=tuple(isolation.private_dirs), worker_fds=(in_fd, out_fd)
+    )
     write_frame(out_fd, {"isolation": isolation.as_dict(), "pid": host_pid})
     jobs = FrameReader(in_fd)
     while True:
