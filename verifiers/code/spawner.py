@@ -198,6 +198,7 @@ def _serve(sock: socket.socket, parent: int, init: bool, private_dirs: tuple[str
     # what every sandbox would otherwise do for itself, each time paying copy-on-write faults
     devnull = _above_child_fds(os.open(os.devnull, os.O_RDWR))
     inherited_nnp = no_new_privs()
+    clean = {path: _usage(path) for path in private_dirs if os.path.ismount(path)}  # our tmpfs
     while True:
         message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
         if not message:
@@ -207,10 +208,22 @@ def _serve(sock: socket.socket, parent: int, init: bool, private_dirs: tuple[str
         command = sock.recv(MAX_MESSAGE)
         status = sandbox.close() if sandbox is not None else None
         for path in private_dirs:
-            empty_dir(path)
+            if path not in clean or _usage(path) != clean[path]:
+                empty_dir(path)
         if not command:
             return
         sock.send(marshal.dumps((status, error)))
+
+
+def _usage(path: str) -> tuple[int, int]:
+    """Free blocks and inodes of the file system at ``path``: unchanged since it was clean means
+    nothing was left there, and the wipe (a walk down to the mount points of a runtime bound
+    under a private ``/tmp``, ~0.7 ms per submission for a venv under ``/tmp``) is skipped. Used
+    only on a tmpfs of the worker's own (nobody else writes there): a submission can only add
+    entries (the folders leading to mount points are not empty, so not removable), and every
+    entry it adds takes an inode."""
+    stat = os.statvfs(path)
+    return stat.f_bfree, stat.f_ffree
 
 
 def _above_child_fds(fd: int) -> int:
