@@ -398,8 +398,9 @@ def f():
     device = os.stat('/tmp').st_dev
     found = []
     for folder, _, files in os.walk('/tmp'):
-        if os.stat(folder).st_dev == device:  # not inside a read-only runtime bound under /tmp
-            found += [os.path.join(folder, name) for name in files]
+        paths = [os.path.join(folder, name) for name in files]
+        # not the read-only runtime bound under /tmp (a venv in a /tmp checkout): other devices
+        found += [path for path in paths if os.stat(path).st_dev == device]
     return sorted(found)
 """
 
