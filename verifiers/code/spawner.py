@@ -35,7 +35,6 @@ from typing import Any
 
 from rlvr_gym.error import RunFailed
 from rlvr_gym.verifiers.code import policy
-from rlvr_gym.verifiers.code.codec import loads
 from rlvr_gym.verifiers.code.runner import serve
 from rlvr_gym.verifiers.code.sandbox import (
     CHILD_REPLY_FD,
@@ -58,16 +57,19 @@ class SpawnerGone(RunFailed):
 
 
 def setup_blob(
-    code: types.CodeType, restricted: bool, mode: str, output_limit: int, ahead: list[bytes]
+    code: types.CodeType,
+    restricted: bool,
+    mode: str,
+    output_limit: int,
+    requests: tuple[dict[str, Any], ...],
 ) -> bytes:
     """What the worker writes first into a new sandbox's request pipe: its program and plan.
 
     ``marshal`` carries the code object the worker compiled (and memoised) to the child, the one
-    process that runs it, and the planned requests already decoded (so the child does not load
-    the JSON decoder for them); nothing the sandbox sends back is ever unmarshalled (replies are
+    process that runs it, and the requests planned ahead, decoded (so the child does not load the
+    JSON decoder for them); nothing the sandbox sends back is ever unmarshalled (replies are
     JSON).
     """
-    requests = tuple(loads(frame) for frame in ahead)
     body = marshal.dumps((code, bool(restricted), mode, int(output_limit), requests))
     return len(body).to_bytes(_SETUP_HEADER, "big") + body
 

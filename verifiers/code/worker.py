@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlvr_gym.verifiers.code import policy
-from rlvr_gym.verifiers.code.codec import ChannelClosed, FrameReader, dumps, write_frame
+from rlvr_gym.verifiers.code.codec import ChannelClosed, FrameReader, dumps, loads, write_frame
 from rlvr_gym.verifiers.code.harness import InvalidTests, Session, judge, mode_of, plan_ahead, validate_tests
 from rlvr_gym.verifiers.code.sandbox import (
     PR_SET_CHILD_SUBREAPER,
@@ -53,6 +53,27 @@ def compile_job(source: str, restricted: bool) -> policy.PolicyResult:
     return _compile_cached(source, restricted)
 
 
+def planned(spec: Mapping[str, Any]) -> tuple[list[bytes], tuple[dict[str, Any], ...]]:
+    """The requests planned ahead for ``spec``: as frames (the judge matches its questions against
+    them) and decoded (what the sandbox gets). ``assert`` tests are memoised by their code: every
+    completion of a task (a GRPO group) has the same plan."""
+    if spec["kind"] == "assert" and isinstance(spec.get("entry_point"), str):
+        frames, requests = _planned_asserts(spec["entry_point"], tuple(spec["cases"]))
+        return list(frames), requests
+    frames = [dumps(request) for request in plan_ahead(spec)]
+    return frames, tuple(loads(frame) for frame in frames)
+
+
+@functools.lru_cache(maxsize=1024)
+def _planned_asserts(
+    entry_point: str, cases: tuple[str, ...]
+) -> tuple[tuple[bytes, ...], tuple[dict[str, Any], ...]]:
+    frames = tuple(
+        dumps(r) for r in plan_ahead({"kind": "assert", "entry_point": entry_point, "cases": cases})
+    )
+    return frames, tuple(loads(frame) for frame in frames)
+
+
 def run_job(job: Mapping[str, Any], isolation: Isolation, spawner: Spawner) -> dict[str, Any]:
     """Policy check, then one sandboxed process judged to the end; always returns an outcome."""
     try:
@@ -72,8 +93,8 @@ def run_job(job: Mapping[str, Any], isolation: Isolation, spawner: Spawner) -> d
     if uid is not None and not isolation.workdir:
         os.chown(workdir, uid, uid)
     deadline = time.monotonic() + limits.wall_s
-    ahead = [dumps(request) for request in plan_ahead(spec)]
-    setup = setup_blob(compiled.code, bool(restricted), mode_of(spec), limits.output_bytes, ahead)
+    ahead, requests = planned(spec)
+    setup = setup_blob(compiled.code, bool(restricted), mode_of(spec), limits.output_bytes, requests)
     sandbox = spawner.spawn(
         limits,
         None if isolation.workdir else workdir,  # the shared one was entered once (enter_workdir)
