@@ -61,6 +61,22 @@ def f():
 package users have installed, ships the answer key in its site-packages folder."""
 
 
+LEAVE_A_PROCESS = """import os, time
+if os.fork() == 0:  # a grandchild in a session of its own: out of reach of the process group
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(0.5)  # past the verdict and the wipe of the working dir
+        open('escapee-alive', 'w').close()
+        time.sleep(30)
+    os._exit(0)
+time.sleep(0.2)
+def f():
+    return 'no'
+"""
+"""With the next probe: a process the submission leaves behind shows by writing into the working
+dir after the verdict, where the next submission looks (a breach if it finds the file)."""
+
+
 def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
     data = str(data_file())
     return {
@@ -81,6 +97,9 @@ def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
         f"'head -c 2 {data}'], capture_output=True).stdout\n    return 'escaped' if out else 'no'",
         "read-the-judges-memory": JUDGE_MEMORY,
         "find-an-answer-key": FIND_ANSWER_KEY,
+        "leave-a-process-behind": LEAVE_A_PROCESS,
+        "a-process-was-left-behind": "import os, time\ndef f():\n    time.sleep(1.0)\n"
+        "    return 'escaped' if os.path.exists('escapee-alive') else 'no'",
         "kill-every-process": "import os\nos.kill(-1, 9)\ndef f():\n    return 'no'",  # breach = the worker died
         "system-python": "import subprocess\ndef f():\n    return 'escaped' if subprocess.run(['python3', '-c', '1']).returncode == 0 else 'no'",
     }

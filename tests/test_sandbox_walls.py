@@ -20,7 +20,7 @@ ATTACKS = (
     "read-etc-passwd", "read-data-file", "list-project-sources", "list-host-pids", "signal-a-host-pid", "kill-the-worker",
     "connect-127.0.0.1", "unshare-newuser", "ptrace-traceme", "mount-tmpfs", "no-seccomp",
     "write-outside", "shell-reads-data", "system-python", "forged HumanEval/0 from the data file",
-    "read-the-judges-memory", "kill-every-process", "find-an-answer-key",
+    "read-the-judges-memory", "kill-every-process", "find-an-answer-key", "a-process-was-left-behind",
 )  # fmt: skip
 
 

@@ -361,6 +361,10 @@ class Sandbox:
     init: bool = False
     """Whether the fork server is init of the submissions' PID namespace: then ``kill(-1)``
     reaches exactly the submission's processes, whatever uid or session they moved to."""
+    scoped: bool = False
+    """Whether the fork server sits in a Landlock signal scope of its own with the submission in
+    one nested below it (no namespaces, no uid of its own): ``kill(-1)`` then reaches only the
+    submission's processes too (signals out of a scope are refused)."""
 
     def close(self) -> int | None:
         """Kill every process of the submission and reap them; the child's status.
@@ -375,7 +379,7 @@ class Sandbox:
         with contextlib.suppress(ChildProcessError):
             _, status = os.waitpid(self.pid, 0)
         if has_children():
-            if self.init:
+            if self.init or self.scoped:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(-1, signal.SIGKILL)
                 reap_orphans(block=True)
@@ -438,6 +442,7 @@ def fork_sandbox(
     scope: bool = False,
     devnull: int | None = None,
     set_no_new_privs: bool = True,
+    scoped_sweep: bool = False,
 ) -> Sandbox:
     """Fork a locked-down child that calls ``run(request_fd, reply_fd)`` on the given pipe ends
     (as fds 3 and 4) and never returns. The caller keeps its copies of the two ends to close.
@@ -446,7 +451,8 @@ def fork_sandbox(
     child checks after arming its parent-death signal. ``workdir=None``: the worker already sits
     in the working dir with the submission's environment (:func:`enter_workdir`), which the
     fork server and so the child inherit. ``devnull`` and ``set_no_new_privs``: see
-    :func:`_lock_down`; the parent-death signal is armed unless the caller is init (``init``)."""
+    :func:`_lock_down`; the parent-death signal is armed unless the caller is init (``init``).
+    ``scoped_sweep``: the caller is in a Landlock signal scope of its own (see :attr:`Sandbox.scoped`)."""
     pid = fork_without_hooks() if FORK_WITHOUT_HOOKS else os.fork()
     if pid == 0:  # the child: nothing here may return into the fork server's code
         code = 71
@@ -461,7 +467,7 @@ def fork_sandbox(
             pass
         finally:
             os._exit(code)
-    return Sandbox(pid, uid, init)
+    return Sandbox(pid, uid, init, scoped=scope and scoped_sweep)
 
 
 def kill_uid(uid: int) -> None:

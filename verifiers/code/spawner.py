@@ -35,6 +35,7 @@ from typing import Any
 
 from rlvr_gym.error import RunFailed
 from rlvr_gym.verifiers.code import policy
+from rlvr_gym.verifiers.code.rootfs import landlock_scope_self
 from rlvr_gym.verifiers.code.runner import serve
 from rlvr_gym.verifiers.code.sandbox import (
     CHILD_REPLY_FD,
@@ -120,12 +121,20 @@ class Spawner:
     """Forks the fork server (once, after the walls) and talks to it over a socket pair."""
 
     def __init__(
-        self, *, init: bool, private_dirs: tuple[str, ...] = (), worker_fds: tuple[int, ...] = ()
+        self,
+        *,
+        init: bool,
+        private_dirs: tuple[str, ...] = (),
+        worker_fds: tuple[int, ...] = (),
+        scope: bool = False,
     ) -> None:
         """``init``: the spawner will be pid 1 of a fresh PID namespace (the caller unshared one).
         ``private_dirs``: the worker's private mounts, emptied after every sandbox.
         ``worker_fds``: the worker's own channels (to the pool), closed in the spawner so that
-        only the worker holds them: the pool sees the worker's death as end-of-file at once."""
+        only the worker holds them: the pool sees the worker's death as end-of-file at once.
+        ``scope``: no PID namespace and no uid of its own (an ordinary user without namespaces):
+        the spawner enters a Landlock signal scope of its own, so that ``kill(-1)`` from it
+        reaches only the submission's processes, a grandchild that left its session included."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         parent = os.getpid()
         pid = os.fork()
@@ -135,7 +144,7 @@ class Spawner:
                 ours.close()
                 for fd in worker_fds:
                     os.close(fd)
-                _serve(theirs, parent, init, private_dirs)
+                _serve(theirs, parent, init, private_dirs, scope)
             except BaseException:  # noqa: BLE001 - the fork server must never return into the worker
                 code = 70
             finally:
@@ -187,7 +196,9 @@ class Spawner:
             os.waitpid(self.pid, 0)
 
 
-def _serve(sock: socket.socket, parent: int, init: bool, private_dirs: tuple[str, ...]) -> None:
+def _serve(
+    sock: socket.socket, parent: int, init: bool, private_dirs: tuple[str, ...], scope: bool = False
+) -> None:
     """The fork server's loop: fork a sandbox per ``spawn``, close it on ``close``, until EOF."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if not init and os.getppid() != parent:  # (init's parent lies outside its namespace: ppid 0)
@@ -200,13 +211,18 @@ def _serve(sock: socket.socket, parent: int, init: bool, private_dirs: tuple[str
     # what every sandbox would otherwise do for itself, each time paying copy-on-write faults
     devnull = _above_child_fds(os.open(os.devnull, os.O_RDWR))
     inherited_nnp = no_new_privs()
+    scoped = False
+    if scope:
+        with contextlib.suppress(OSError):  # without it the sweep falls back to the process group
+            landlock_scope_self()
+            scoped = True
     clean = {path: _usage(path) for path in private_dirs if os.path.ismount(path)}  # our tmpfs
     while True:
         message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
         if not message:
             return
         fds = [_above_child_fds(fd) for fd in fds]  # the child moves them to 3 and 4 with no clash
-        sandbox, error = _start(message, fds, init, me, devnull, not inherited_nnp)
+        sandbox, error = _start(message, fds, init, me, devnull, not inherited_nnp, scoped)
         command = sock.recv(MAX_MESSAGE)
         status = sandbox.close() if sandbox is not None else None
         for path in private_dirs:
@@ -238,7 +254,7 @@ def _above_child_fds(fd: int) -> int:
 
 
 def _start(
-    message: bytes, fds: list[int], init: bool, me: int, devnull: int, set_nnp: bool
+    message: bytes, fds: list[int], init: bool, me: int, devnull: int, set_nnp: bool, scoped: bool
 ) -> tuple[Sandbox | None, str]:
     """Fork one sandbox from a spawn message; our copies of its pipe ends are closed after."""
     try:
@@ -252,6 +268,7 @@ def _start(
             "scope": scope,
             "devnull": devnull,
             "set_no_new_privs": set_nnp,
+            "scoped_sweep": scoped,
         }
         return fork_sandbox(run_setup, Limits(*limits), workdir, fds[0], fds[1], parent=me, **args), ""
     except (OSError, ValueError, TypeError, EOFError) as exc:

@@ -161,7 +161,10 @@ def main() -> int:
     if missing:
         isolation.notes.append(f"modules to preload that failed to import: {', '.join(missing)}")
     spawner = Spawner(
-        init=isolation.spawner_init, private_dirs=tuple(isolation.private_dirs), worker_fds=(in_fd, out_fd)
+        init=isolation.spawner_init,
+        private_dirs=tuple(isolation.private_dirs),
+        worker_fds=(in_fd, out_fd),
+        scope=isolation.scope_children,
     )
     write_frame(out_fd, {"isolation": isolation.as_dict(), "pid": host_pid})
     jobs = FrameReader(in_fd)
