@@ -125,17 +125,17 @@ def _without(path: str, hidden: list[str]) -> list[str]:
     ]
 
 
-def runtime_paths() -> list[str]:
+def runtime_paths(sites: list[str] | None = None) -> list[str]:
     """What a submission may read, as Landlock rules: the runtime roots without any folder of
-    installed packages, plus the packages the worker loaded."""
-    sites = site_dirs()
+    installed packages (``sites``, :func:`site_dirs` when not given), plus the packages the
+    worker loaded."""
+    sites = site_dirs() if sites is None else sites
     hidden = sites + [os.path.realpath(s) for s in sites]
     paths = [entry for root in _runtime_roots() for entry in _without(root, hidden)]
     return paths + loaded_packages(sites)
 
 
-def describe_runtime() -> str:
-    sites = site_dirs()
+def describe_runtime(sites: list[str]) -> str:
     names = ", ".join(os.path.basename(p) for p in loaded_packages(sites))
     return (
         f"read-only {', '.join(_runtime_roots())} without any site-packages/dist-packages "
@@ -201,7 +201,7 @@ def pivot_to_minimal_root() -> str:
     mount("none", "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     tempfile.tempdir = "/tmp"
     return (
-        f"minimal root (pivot_root): {describe_runtime()}; {', '.join(DEVICES)}; "
+        f"minimal root (pivot_root): {describe_runtime(sites)}; {', '.join(DEVICES)}; "
         f"private /tmp tmpfs (size {TMP_SIZE}, wiped after every submission); no /etc, /home, /proc"
     )
 
@@ -271,8 +271,9 @@ def landlock_runtime_only(private_dir: str) -> str:
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8  # the struct as this ABI knows it
     ruleset = _check(_libc.syscall(create, ctypes.byref(attr), size, 0), "landlock ruleset")
     read = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR
+    sites = site_dirs()
     try:
-        rules = [(path, read) for path in runtime_paths()]
+        rules = [(path, read) for path in runtime_paths(sites)]
         rules += [
             (device, handled & ~LANDLOCK_ACCESS_FS_READ_DIR) for device in DEVICES if os.path.exists(device)
         ]
@@ -298,6 +299,6 @@ def landlock_runtime_only(private_dir: str) -> str:
         "; no signals or abstract sockets out of the sandbox" if scoped else ""
     )
     return (
-        f"Landlock ABI {abi}: {describe_runtime()}; writes only in a private dir; "
+        f"Landlock ABI {abi}: {describe_runtime(sites)}; writes only in a private dir; "
         f"no /proc, /etc, /home{extra}"
     )

@@ -19,7 +19,6 @@ from rlvr_gym.verifiers.code.codec import (
     CodecError,
     FrameReader,
     encode_value,
-    loads,
     write_frame,
 )
 
@@ -94,11 +93,10 @@ def serve(
     output_limit: int,
     request_fd: int,
     reply_fd: int,
-    ahead: Sequence[bytes | dict[str, Any]] = (),
+    ahead: Sequence[dict[str, Any]] = (),
 ) -> None:
-    """Load the program (module mode), answer the requests planned ``ahead`` (frames the judge
-    made, or those requests already decoded) in order, then answer requests until the judge
-    closes the channel."""
+    """Load the program (module mode), answer the requests planned ``ahead`` (decoded, as they
+    came with the program) in order, then answer requests until the judge closes the channel."""
     namespace: dict[str, Any] = {}
     if mode == MODULE:  # one bounded sink for the whole run: module-mode output is never read
         for sink in _SINKS:
@@ -107,8 +105,7 @@ def serve(
         namespace = make_globals("submission")
         error = _run(lambda: exec(code, namespace))  # noqa: S102 - sandboxed
         write_frame(reply_fd, {"ok": error is None, **(describe(error) if error else {})})
-    for frame in ahead:
-        request = frame if isinstance(frame, dict) else loads(frame)
+    for request in ahead:
         write_frame(reply_fd, _answer(request, code, make_globals, namespace, output_limit))
     requests = FrameReader(request_fd, values=True)
     while True:

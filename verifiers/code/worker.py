@@ -53,24 +53,24 @@ def compile_job(source: str, restricted: bool) -> policy.PolicyResult:
     return _compile_cached(source, restricted)
 
 
-def planned(spec: Mapping[str, Any]) -> tuple[list[bytes], tuple[dict[str, Any], ...]]:
+def planned(spec: Mapping[str, Any]) -> tuple[tuple[bytes, ...], tuple[dict[str, Any], ...]]:
     """The requests planned ahead for ``spec``: as frames (the judge matches its questions against
     them) and decoded (what the sandbox gets). ``assert`` tests are memoised by their code: every
     completion of a task (a GRPO group) has the same plan."""
     if spec["kind"] == "assert" and isinstance(spec.get("entry_point"), str):
-        frames, requests = _planned_asserts(spec["entry_point"], tuple(spec["cases"]))
-        return list(frames), requests
-    frames = [dumps(request) for request in plan_ahead(spec)]
-    return frames, tuple(loads(frame) for frame in frames)
+        return _planned_asserts(spec["entry_point"], tuple(spec["cases"]))
+    return _plan(spec)
 
 
 @functools.lru_cache(maxsize=1024)
 def _planned_asserts(
     entry_point: str, cases: tuple[str, ...]
 ) -> tuple[tuple[bytes, ...], tuple[dict[str, Any], ...]]:
-    frames = tuple(
-        dumps(r) for r in plan_ahead({"kind": "assert", "entry_point": entry_point, "cases": cases})
-    )
+    return _plan({"kind": "assert", "entry_point": entry_point, "cases": cases})
+
+
+def _plan(spec: Mapping[str, Any]) -> tuple[tuple[bytes, ...], tuple[dict[str, Any], ...]]:
+    frames = tuple(dumps(request) for request in plan_ahead(spec))
     return frames, tuple(loads(frame) for frame in frames)
 
 
