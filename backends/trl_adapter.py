@@ -36,12 +36,6 @@ logger = logging.getLogger("rlvr_gym.backends")
 LOCATOR_COLUMNS = ("task_env", "task_split", "task_index")
 
 
-def env_label(env: SingleTurnEnv) -> str:
-    """The exact, versioned id the env was made as (its class name when built by hand)."""
-    spec = getattr(env, "spec", None)
-    return spec.id if spec is not None else type(env).__name__
-
-
 def dataset(
     env: SingleTurnEnv, split: str = "train", *, tokenizer: Any = None, max_prompt_length: int | None = None
 ):
@@ -57,7 +51,7 @@ def dataset(
         raise InvalidType(f"dataset() needs an rlvr_gym env, got {type(env).__name__}")
     from datasets import Dataset
 
-    label, rows, dropped = env_label(env), [], 0
+    label, rows, dropped = env.id, [], 0
     for index, task in enumerate(env.tasks(split)):
         prompt = env.prompt(task)
         if (
@@ -95,9 +89,7 @@ def env_rewards(
     wrote into a JSONL file."""
     if not isinstance(env, SingleTurnEnv):
         raise InvalidType(f"reward_funcs() needs an rlvr_gym env, got {type(env).__name__}")
-    return EnvRewards(
-        env, num_generations=num_generations, timeout_s=timeout_s, env_label=env_label(env), **rollouts
-    )
+    return EnvRewards(env, num_generations=num_generations, timeout_s=timeout_s, env_label=env.id, **rollouts)
 
 
 def reward_funcs(env: SingleTurnEnv, *, timeout_s: float = 60.0) -> list[RewardFunction]:

@@ -189,7 +189,7 @@ def audit(
         [(i, e, v, s) for (i, e, _), (v, s) in zip(rows, scored, strict=True)], threshold=threshold
     )
     return AuditReport(
-        env=str(getattr(getattr(env, "spec", None), "id", None) or type(env).__name__),
+        env=env.id,
         split=split,
         task_indices=indices,
         seed=seed,

@@ -80,6 +80,16 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
         self._current: tuple[str, int, Task] | None = None
         self._stepped = False
 
+    @property
+    def id(self) -> str:
+        """The registered id (``gsm8k-v0``), or the class name of an env built without the registry.
+
+        The one place this is worked out: run folders, rollout logs, eval summaries and the audit
+        all name an env by it.
+        """
+        spec = getattr(self, "spec", None)
+        return spec.id if spec is not None else type(self).__name__
+
     # ----- what subclasses write -------------------------------------------------------------
     def load_tasks(self, split: str) -> Sequence[Task]:
         """All tasks of ``split``, in a fixed order. Called once per split, then cached."""

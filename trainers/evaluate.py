@@ -248,7 +248,7 @@ def evaluate(
         check_model_reference(model)
     env_obj = envs.make(env) if isinstance(env, str) else env
     spec = getattr(env_obj, "spec", None)
-    env_id = spec.id if spec is not None else type(env_obj).__name__
+    env_id = env_obj.id
     env_kwargs = json.loads(json.dumps(dict(spec.kwargs), default=repr)) if spec is not None else {}
     tasks = list(env_obj.tasks(split))[:limit]
     out = Path(output_dir)

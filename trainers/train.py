@@ -43,11 +43,6 @@ def recorded_config(env: SingleTurnEnv, config: RunConfig, *, given_object: bool
     return config.replace(env_id=spec.id, env_kwargs=json.loads(json.dumps(dict(spec.kwargs), default=repr)))
 
 
-def env_name(env: SingleTurnEnv) -> str:
-    spec = getattr(env, "spec", None)
-    return spec.id if spec is not None else type(env).__name__
-
-
 def estimate_warm_start_s(steps: int) -> int:
     """A rough figure for the announcement: ~0.1 s a step for the tiny model on a busy 2-core CPU."""
     return max(5, round(steps * 0.1 / 5) * 5)
@@ -68,9 +63,7 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
 
         model = output_dir / TINY_MODEL_DIR
         if not (resume and (model / "config.json").is_file()):
-            announce(
-                f"building the tiny offline model (tokenizer trained on {env_name(env)}'s text) in {model}"
-            )
+            announce(f"building the tiny offline model (tokenizer trained on {env.id}'s text) in {model}")
             build_tiny_model(model, env, seed=config.seed)
     if config.warm_start_steps:
         warm = output_dir / WARM_START_DIR
@@ -78,7 +71,7 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
             from rlvr_gym.trainers.warm_start import warm_start
 
             announce(
-                f"supervised warm start: {config.warm_start_steps} steps on {env_name(env)}'s reference answers, "
+                f"supervised warm start: {config.warm_start_steps} steps on {env.id}'s reference answers, "
                 "so the tiny model can write a tagged answer before GRPO (a stated shortcut; "
                 f"about {estimate_warm_start_s(config.warm_start_steps)} s on a CPU)"
             )
