@@ -2,7 +2,7 @@
 
 A sample of tasks is drawn deterministically from ``seed``; for each, the catalogue's exploits are
 built from the task's question, the env's system prompt and reference completion, and scored
-through ``env.verify`` (or ``env.verify_batch`` where the env batches, as code envs do). The
+through ``env.verify_batch`` — the rubric's batch path, the one training and eval use. The
 result says, per family, how often an exploit passed and what it earned.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -113,8 +112,6 @@ def _sample(count: int, n_tasks: int, seed: int) -> list[int]:
 
 
 def _subjects(env: SingleTurnEnv, tasks: Sequence[Task], indices: list[int]) -> list[Subject]:
-    code_env = sys.modules.get("rlvr_gym.envs.code_env")  # loaded whenever env is a code env
-    is_code = code_env is not None and isinstance(env, code_env.CodeEnv)
     references = [env.reference_completion(tasks[i]) for i in indices]
     subjects = []
     for position, index in enumerate(indices):
@@ -129,25 +126,18 @@ def _subjects(env: SingleTurnEnv, tasks: Sequence[Task], indices: list[int]) -> 
                 reference=references[position],
                 system_prompt=env.system_prompt,
                 other_reference=other,
-                code=is_code or "```" in references[position],
+                code="```" in references[position],  # a fenced program: the code-harness families apply
             )
         )
     return subjects
 
 
 def _score(env: SingleTurnEnv, completions: list[str], tasks: list[Task]) -> list[tuple[Verdict, float]]:
-    """Verdicts with seconds each; envs with their own batch path (code) are scored in one batch."""
-    if type(env).verify_batch is not SingleTurnEnv.verify_batch:
-        started = time.perf_counter()
-        verdicts = env.verify_batch(completions, tasks)
-        each = (time.perf_counter() - started) / max(1, len(completions))
-        return [(v, each) for v in verdicts]
-    out = []
-    for completion, task in zip(completions, tasks, strict=True):
-        started = time.perf_counter()
-        verdict = env.verify(completion, task)
-        out.append((verdict, time.perf_counter() - started))
-    return out
+    """Verdicts, each with the batch's mean seconds per item, from one ``env.verify_batch``."""
+    started = time.perf_counter()
+    verdicts = env.verify_batch(completions, tasks)
+    each = (time.perf_counter() - started) / max(1, len(completions))
+    return [(v, each) for v in verdicts]
 
 
 def audit(

@@ -1,17 +1,16 @@
-"""CodeEnv: the shared part of code envs — the prompt contract, the code verifier, batch scoring.
+"""CodeEnv: the shared part of code envs — the prompt contract and the code verifier.
 
 Concrete envs (``humaneval``, ``mbpp``) only load tasks and put their tests in ``task["tests"]``
-in one of the harness's kinds (``assert``, ``calls``, ``stdio``).
+in one of the harness's kinds (``assert``, ``calls``, ``stdio``). Batches need nothing here: the
+rubric's batch path hands them to :meth:`CodeVerifier.verify_batch`, which runs them on the pool.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from rlvr_gym.envs.env import SingleTurnEnv
-from rlvr_gym.error import InvalidArgument
-from rlvr_gym.verifiers import CodeVerifier, Limits, Rubric, SandboxPool, Task, Verdict, completion_text
+from rlvr_gym.verifiers import CodeVerifier, Limits, Rubric, SandboxPool, Task
 
 FENCE_INSTRUCTION = "Reply with the complete Python program in a single ```python fenced code block."
 
@@ -40,21 +39,6 @@ class CodeEnv(SingleTurnEnv):
         super().__init__(**env_options)
         self.verifier = CodeVerifier("tests", limits=limits, pool=pool, restricted=restricted)
         self.rubric = Rubric({"correct": self.verifier})
-
-    def verify_batch(self, completions: Sequence[object], tasks: Sequence[Task]) -> list[Verdict]:
-        """Like ``verify`` for each pair, but all text completions run in parallel on the pool."""
-        if len(completions) != len(tasks):
-            raise InvalidArgument(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
-        texts = [(i, text) for i, c in enumerate(completions) if (text := completion_text(c)) is not None]
-        try:
-            batch = self.verifier.verify_batch([t for _, t in texts], [tasks[i] for i, _ in texts])
-        except Exception:  # noqa: BLE001 - a verifier bug: let verify() turn it into error verdicts
-            return [self.verify(c, t) for c, t in zip(completions, tasks, strict=True)]
-        scored = {i: self.rubric.combine({"correct": v}) for (i, _), v in zip(texts, batch, strict=True)}
-        return [
-            scored[i] if i in scored else self.verify(c, t)
-            for i, (c, t) in enumerate(zip(completions, tasks, strict=True))
-        ]
 
     def wrong_completions(self, task: Task) -> list[str]:
         return [*super().wrong_completions(task), fenced("def broken(:\n    pass")]

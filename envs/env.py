@@ -19,7 +19,7 @@ import gymnasium
 
 from rlvr_gym.envs.spaces import AnyText, ChatMessages
 from rlvr_gym.error import Error, InvalidArgument, InvalidType, OutOfRange
-from rlvr_gym.verifiers import Rubric, Task, Verdict, Verifier, freeze, run_verifier, thaw
+from rlvr_gym.verifiers import Rubric, Task, Verdict, Verifier, freeze, run_verifier_batch, thaw
 
 PromptFormat = Literal["chat", "text"]
 Observation = list[dict[str, str]] | str
@@ -131,14 +131,18 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
         return [*messages, {"role": "user", "content": question}]
 
     def verify(self, completion: object, task: Task) -> Verdict:
-        """Score one completion. Never raises on model output; verifier bugs become ``error``."""
-        return run_verifier(self.rubric, completion, task)
+        """Score one completion: a batch of one, so ``step`` scores exactly as batches do."""
+        return self.verify_batch([completion], [task])[0]
 
     def verify_batch(self, completions: Sequence[object], tasks: Sequence[Task]) -> list[Verdict]:
-        """Score completions against their tasks, pairwise (same length required)."""
-        if len(completions) != len(tasks):
-            raise InvalidArgument(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
-        return [self.verify(c, t) for c, t in zip(completions, tasks, strict=True)]
+        """Score completions against their tasks, pairwise (same length required).
+
+        The rubric's batch path, whatever the rubric is: a :class:`Rubric` passes the batch through
+        each component, any other verifier (a plain function included) is called per item. Training
+        rewards, eval and the audit all score through here. Never raises on model output; a
+        verifier bug becomes ``error`` verdicts for its items.
+        """
+        return run_verifier_batch(self.rubric, completions, tasks)
 
     # ----- Gymnasium API -----------------------------------------------------------------------
     def reset(

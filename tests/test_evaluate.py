@@ -134,7 +134,7 @@ def test_tiny_model_on_gsm8k(tmp_path):
     assert result.summary["reasons"].get("no_answer", 0) + result.summary["reasons"].get("bad_format", 0) > 0
 
 
-class Interrupted(Exception):
+class Interrupted(BaseException):  # like Ctrl-C: not a verifier bug, so not turned into a verdict
     pass
 
 
@@ -142,15 +142,15 @@ class Interrupted(Exception):
 def test_interrupted_eval_resumes_without_rescoring_and_matches_an_uninterrupted_one(arith_model, tmp_path):
     env = easy_arith()
     scored: list[str] = []
-    real_verify = env.verify
+    real_rubric = env.rubric  # a plain-function rubric is scored item by item: each call is one rollout
 
-    def verify_then_die(completion, task):
+    def score_then_die(completion, task):
         if len(scored) == 7:
             raise Interrupted  # dies mid-task: task 1 has 3 of 4 samples scored, none persisted
         scored.append(completion)
-        return real_verify(completion, task)
+        return real_rubric(completion, task)
 
-    env.verify = verify_then_die
+    env.rubric = score_then_die
     # one task's group per scoring batch: what is persisted is whole groups (task 0 here)
     settings = dict(n=4, k=[1, 4], limit=5, max_new_tokens=24, progress=False, batch_rollouts=1)
     with pytest.raises(Interrupted):
@@ -159,7 +159,7 @@ def test_interrupted_eval_resumes_without_rescoring_and_matches_an_uninterrupted
     assert len(first) == 4
 
     scored.clear()
-    env.verify = lambda completion, task: (scored.append(completion), real_verify(completion, task))[1]
+    env.rubric = lambda completion, task: (scored.append(completion), real_rubric(completion, task))[1]
     resumed = evaluate(env, arith_model, output_dir=tmp_path / "a", **settings)
     assert len(scored) == 20 - 4, "finished rollouts must not be scored again"
     session = resumed.summary["this_session"]
@@ -193,8 +193,8 @@ def test_killed_cli_eval_resumes_without_rescoring(arith_model, tmp_path):
 
     env = easy_arith()
     calls = []
-    real_verify = env.verify
-    env.verify = lambda completion, task: (calls.append(1), real_verify(completion, task))[1]
+    real_rubric = env.rubric
+    env.rubric = lambda completion, task: (calls.append(1), real_rubric(completion, task))[1]
     resumed = evaluate(
         env, arith_model, n=4, k=[1, 4], limit=60, output_dir=out, max_new_tokens=24, progress=False
     )

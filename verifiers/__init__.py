@@ -14,7 +14,15 @@ from rlvr_gym.verifiers.basic import ExactMatch, NumberMatch, extract_answer, pa
 from rlvr_gym.verifiers.format import IntegerAnswer, LengthBand, NumericProximity, TagFormat
 from rlvr_gym.verifiers.frozen import FrozenDict, freeze, thaw
 from rlvr_gym.verifiers.math import MathVerifier
-from rlvr_gym.verifiers.protocol import Completion, Task, Verifier, completion_text, run_verifier
+from rlvr_gym.verifiers.protocol import (
+    BatchVerifier,
+    Completion,
+    Task,
+    Verifier,
+    completion_text,
+    run_verifier,
+    run_verifier_batch,
+)
 from rlvr_gym.verifiers.rubric import Rubric
 from rlvr_gym.verifiers.single_answer import SingleAnswer
 from rlvr_gym.verifiers.verdict import Reason, Verdict
@@ -34,6 +42,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "BatchVerifier",
     "CodeVerifier",
     "Completion",
     "ExactMatch",
@@ -58,6 +67,7 @@ __all__ = [
     "freeze",
     "parse_number",
     "run_verifier",
+    "run_verifier_batch",
     "strip_markup",
     "thaw",
 ]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rlvr_gym.error import InvalidArgument, InvalidType
 from rlvr_gym.verifiers.frozen import FrozenDict
-from rlvr_gym.verifiers.protocol import Task, Verifier, run_verifier
+from rlvr_gym.verifiers.protocol import Task, Verifier, run_verifier_batch
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
 
@@ -18,7 +18,10 @@ class Rubric:
     satisfies every component scores exactly 1.0. Trainers that sum rewards themselves (TRL's
     ``reward_weights``) should use :attr:`normalized_weights` to get the same total.
 
-    >>> rubric = Rubric({"correct": NumberMatch(), "format": AnswerTag()}, weights={"format": 0.2})
+    A batch passes through each component whole (:meth:`verify_batch`): a component with a batch
+    path of its own (the code verifier) runs it in one call, the others item by item.
+
+    >>> rubric = Rubric({"correct": NumberMatch(), "format": TagFormat()}, weights={"format": 0.2})
     """
 
     def __init__(
@@ -60,7 +63,14 @@ class Rubric:
 
     def score_components(self, completion: object, task: Task) -> dict[str, Verdict]:
         """Each component's own Verdict (bugs already turned into ``error`` verdicts)."""
-        return {name: run_verifier(v, completion, task) for name, v in self.components.items()}
+        return self.score_components_batch([completion], [task])[0]
+
+    def score_components_batch(
+        self, completions: Sequence[object], tasks: Sequence[Task]
+    ) -> list[dict[str, Verdict]]:
+        """Each item's per-component Verdicts; each component sees the batch whole."""
+        by_name = {name: run_verifier_batch(v, completions, tasks) for name, v in self.components.items()}
+        return [{name: verdicts[i] for name, verdicts in by_name.items()} for i in range(len(completions))]
 
     def combine(self, verdicts: Mapping[str, Verdict]) -> Verdict:
         """One Verdict from per-component verdicts: weighted score, pass/reason from ``passed_by``.
@@ -80,8 +90,12 @@ class Rubric:
         score = min(1.0, max(0.0, score))  # guard float round-off at the ends of [0, 1]
         return Verdict(score, deciding.passed, deciding.reason, deciding.answer, details)
 
+    def verify_batch(self, completions: Sequence[object], tasks: Sequence[Task]) -> list[Verdict]:
+        """One combined Verdict per (completion, task) pair: the batch path of every scorer."""
+        return [self.combine(parts) for parts in self.score_components_batch(completions, tasks)]
+
     def __call__(self, completion: str, task: Task) -> Verdict:
-        return self.combine(self.score_components(completion, task))
+        return self.verify_batch([completion], [task])[0]
 
     def close(self) -> None:
         """Release what the components hold (worker processes); each restarts on next use."""
