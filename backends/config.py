@@ -76,7 +76,7 @@ class RunConfig:
     ``warm_start_steps`` runs that many supervised steps on the env's reference answers before
     GRPO (a stated shortcut so a tiny model has something to reinforce).
 
-    Memory path (``backends/memory.py``; each switch exists so ``bench/grpo_memory.py`` can
+    Memory path (``backends/engine/memory.py``; each switch exists so ``bench/grpo_memory.py`` can
     measure what it saves): ``chunked_logps`` scores completion tokens in tiles of
     ``logps_token_chunk × logps_vocab_chunk`` logits for the policy, old-policy and reference
     passes; ``gradient_checkpointing`` recomputes layer activations in backward;

@@ -162,7 +162,7 @@ def last_checkpoint(output_dir: str | Path) -> Path | None:
 
 def trainer_class_for(config: RunConfig, base: Any = None) -> type:
     """The trainer class a run uses: ``base`` (default TRL's ``GRPOTrainer``), Liger's loss if
-    ``config.liger_loss``, and the memory path of ``backends/memory.py`` as the config switches it."""
+    ``config.liger_loss``, and the memory path of ``backends/engine/memory.py`` as the config switches it."""
     from trl import GRPOTrainer
 
     trainer_class = base or GRPOTrainer

@@ -1,5 +1,7 @@
 """Plug an env into *your own* TRL script: a dataset and reward functions for ``GRPOTrainer``.
 
+For example (the docs' training page runs a complete version offline)::
+
     import rlvr_gym as rg
     from rlvr_gym.backends.trl_adapter import dataset, reward_funcs, reward_weights
     from trl import GRPOConfig, GRPOTrainer

@@ -10,7 +10,7 @@ tokens per second (completions × (prompt + completion) / step time). Ratios aga
 TRL and against TRL + Liger are printed from the same run.
 
 Configurations: ``vanilla`` (TRL ``GRPOTrainer`` as shipped), ``liger`` (TRL + Liger's chunked
-GRPO loss, ``backends/liger.py``), ``ours`` (the ``trl`` backend's defaults) and ``ours`` with
+GRPO loss, ``backends/engine/liger.py``), ``ours`` (the ``trl`` backend's defaults) and ``ours`` with
 one memory piece switched off at a time (to measure what each saves).
 
     python bench/grpo_memory.py --cpu-proxy --out bench/results/grpo_memory_cpu.json

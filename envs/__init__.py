@@ -1,6 +1,6 @@
 """Environments: a Gymnasium-style registry of single-step text envs with verifiable rewards.
 
->>> import envs
+>>> from rlvr_gym import envs
 >>> env = envs.make("arith")
 >>> obs, info = env.reset(seed=0)
 >>> obs, reward, terminated, truncated, info = env.step("<answer>42</answer>")

@@ -5,7 +5,7 @@ trainer-facing batch API, and the clear errors. Authoring an env means writing:
 
 * ``load_tasks(split)``  -> a sequence of task rows (dicts of JSON-like values)
 * ``question(task)``     -> the user message for a task
-* ``rubric``             -> a :class:`verifiers.Rubric` (or any verifier) that scores a completion
+* ``rubric``             -> a :class:`rlvr_gym.verifiers.Rubric` (or any verifier) that scores a completion
 * ``reference_completion(task)`` (optional) -> a completion that must score 1.0; ``check_env``
   uses it as the oracle, and trainers may use it for a supervised warm start.
 """
@@ -110,7 +110,7 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
     # ----- trainer-facing batch API ------------------------------------------------------------
     def tasks(self, split: str = "train") -> Sequence[Task]:
         """The tasks of ``split`` (validated name; loaded once). Rows are read-only
-        (:class:`verifiers.FrozenDict`): editing one raises instead of changing the answer key."""
+        (:class:`rlvr_gym.verifiers.FrozenDict`): editing one raises instead of changing the answer key."""
         if split not in self.splits:
             raise InvalidArgument(
                 f"unknown split {split!r} for {type(self).__name__}; splits are {list(self.splits)}"

@@ -1,8 +1,7 @@
 """The env registry, in the manner of Gymnasium: ``register``, ``make``, ``spec``, ``registry``.
 
 Ids follow Gymnasium's ``[namespace/]name[-vN]``. The version means something: a change to an
-env's tasks or scoring registers a new ``-vN`` (``tests/test_env_versions.py`` pins what each
-built-in version poses and scores). An id without a version (``make("gsm8k")``) resolves to the
+env's tasks or scoring registers a new ``-vN``. An id without a version (``make("gsm8k")``) resolves to the
 latest registered version, and ``env.spec.id`` names the exact one. Every env is also registered
 in Gymnasium's own registry (:func:`gymnasium_id`: ``gsm8k-v0`` -> ``rlvr_gym/gsm8k-v0``), so
 ``gymnasium.make`` and ``gymnasium.make_vec`` reach it once ``rlvr_gym.envs`` is imported. Third-party packages add envs through the

@@ -1,30 +1,23 @@
-from collections.abc import Sequence
-
 import pytest
 
 from rlvr_gym import envs
 from rlvr_gym.envs import EnvStateError, SingleTurnEnv
-from rlvr_gym.verifiers import ExactMatch, Reason, Rubric, Task, Verdict
+from rlvr_gym.verifiers import ExactMatch, Reason, Rubric, Verdict
+from tests.doc_blocks import ROOT, named
 
 
-class Capitals(SingleTurnEnv):
-    """Name the capital of a country (the README's authoring example, kept honest here)."""
+def _authoring_example() -> type[SingleTurnEnv]:
+    """The Capitals env of docs/authoring-envs.md, the very block readers copy (not a copy of it).
 
-    splits = ("train",)
-    default_system_prompt = "Answer with the city name only."
+    Executed as if written in this module, so the class pickles as ``tests.test_env_api.Capitals``.
+    """
+    block = named(ROOT / "docs" / "authoring-envs.md", "capitals-env")
+    namespace: dict = {"__name__": __name__}
+    exec(compile(block.code, block.where, "exec"), namespace)  # noqa: S102 - our own docs
+    return namespace["Capitals"]
 
-    def __init__(self, **options):
-        super().__init__(**options)
-        self.rubric = Rubric({"correct": ExactMatch("capital")})
 
-    def load_tasks(self, split: str) -> Sequence[Task]:
-        return [{"country": "France", "capital": "Paris"}, {"country": "Japan", "capital": "Tokyo"}]
-
-    def question(self, task: Task) -> str:
-        return f"What is the capital of {task['country']}?"
-
-    def reference_completion(self, task: Task) -> str:
-        return task["capital"]
+Capitals = _authoring_example()
 
 
 def test_a_minimal_authored_env_passes_the_checker():

@@ -86,7 +86,7 @@ def test_the_wheel_installs_exactly_one_top_level_name(wheel: Path) -> None:
     dist_info = top_level.split("/")[0]
     outside = [n for n in names if not (n.startswith("rlvr_gym/") or n.startswith(dist_info + "/"))]
     assert outside == []
-    # the brief's packages are inside, the repository's tests/examples/bench are not
+    # the brief's packages are inside, the repository's tests/, examples/ and bench/ are not
     for package in ("envs", "verifiers", "verifiers/math", "verifiers/code", "backends", "trainers"):
         assert f"rlvr_gym/{package}/__init__.py" in names
     assert "rlvr_gym/envs/data/mbpp_fixture.jsonl" in names

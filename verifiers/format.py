@@ -1,7 +1,7 @@
 """Format verifiers: shape rewards (tags, integer answers, length, numeric closeness).
 
 Each is a plain verifier ``(completion, task) -> Verdict``, meant to sit beside a correctness
-verifier in a :class:`verifiers.Rubric` with a small weight, e.g.
+verifier in a :class:`rlvr_gym.verifiers.Rubric` with a small weight, e.g.
 ``Rubric({"correct": MathVerifier(), "format": TagFormat()}, weights={"format": 0.2})``.
 """
 

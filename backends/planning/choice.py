@@ -32,7 +32,7 @@ class Choice:
 
 
 def workload_for(config) -> Workload:
-    """The batch shapes of a :class:`trainers.config.RunConfig` run."""
+    """The batch shapes of a :class:`rlvr_gym.backends.config.RunConfig` run."""
     lora = config.lora
     targets = ALL_LINEAR
     if lora is not None and not isinstance(lora.target_modules, str):

@@ -3,7 +3,7 @@
 The judge runs in the worker, a process the submission cannot reach (another uid, not
 dumpable, no shared memory). It holds the tests and the expected values; the sandbox never sees
 them. Test code runs *here*, with every name the tests take from the submission replaced by a
-proxy that asks the sandbox over a pipe and gets back plain data (:mod:`verifiers.code.codec`).
+proxy that asks the sandbox over a pipe and gets back plain data (:mod:`rlvr_gym.verifiers.code.codec`).
 Hence:
 
 * exiting early (``os._exit(0)``, a killed process) ends the conversation: unanswered tests fail;

@@ -2,8 +2,8 @@
 
 This is a *first filter*, never the wall: it rejects obviously hostile programs cheaply (verdict
 ``unsafe``) before any process is forked, and the guards it installs make escapes harder at run
-time. The OS process (:mod:`verifiers.code.sandbox`) and the out-of-process judge
-(:mod:`verifiers.code.harness`) still hold when this layer is bypassed; the hostile-corpus tests
+time. The OS process (:mod:`rlvr_gym.verifiers.code.sandbox`) and the out-of-process judge
+(:mod:`rlvr_gym.verifiers.code.harness`) still hold when this layer is bypassed; the hostile-corpus tests
 run with the policy switched off to prove it.
 
 Policy: RestrictedPython's own rules (no ``_``-prefixed names or attributes, no ``exec``, guarded

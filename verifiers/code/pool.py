@@ -1,6 +1,6 @@
 """A pool of warm sandbox workers, one per core, so ``verify_batch`` keeps every core busy.
 
-Each worker is a separate ``python -m verifiers.code.worker`` process; the pool feeds it jobs
+Each worker is a separate ``python -m rlvr_gym.verifiers.code.worker`` process; the pool feeds it jobs
 over a pipe from one host thread per worker. A second, outer timeout (the worker's own budget
 plus a grace period) guards against a wedged worker: it is killed with everything its sandbox
 uid still runs, replaced, and the job reported as timed out.

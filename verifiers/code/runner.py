@@ -3,7 +3,7 @@
 Nothing here is trusted. The submission runs in this process and may rewrite any of it; that is
 fine, because this side only ever *answers questions* ("call ``f`` with these arguments", "run
 the program on this stdin") with plain data. Whether an answer is right is decided by the judge
-(:mod:`verifiers.code.harness`) in another process, which the submission cannot reach.
+(:mod:`rlvr_gym.verifiers.code.harness`) in another process, which the submission cannot reach.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Layer 2 of the code sandbox: one fresh OS process per submission, locked down before it runs.
 
-The *worker* (a long-lived, pre-imported process, see :mod:`verifiers.code.worker`) calls
+The *worker* (a long-lived, pre-imported process, see :mod:`rlvr_gym.verifiers.code.worker`) calls
 :func:`isolate_worker` once, then starts its fork server (:mod:`.spawner`), which forks each
 submission's child with :func:`fork_sandbox`:
 

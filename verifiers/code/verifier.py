@@ -21,7 +21,7 @@ from rlvr_gym.verifiers.verdict import Reason, Verdict
 
 
 class CodeVerifier:
-    """Verifier for code tasks: ``task[tests_key]`` holds the tests (see :mod:`verifiers.code.harness`).
+    """Verifier for code tasks: ``task[tests_key]`` holds the tests (see :mod:`rlvr_gym.verifiers.code.harness`).
 
     Use :meth:`verify_batch` for many completions: it spreads them over the pool's workers.
     ``restricted=False`` skips the RestrictedPython layer (for testing the OS layers alone).

@@ -3,7 +3,7 @@
 Its fork server (:mod:`.spawner`), forked once after the walls are built, makes those processes:
 the judge itself never forks, so its memory is never copied-on-write per submission.
 
-Started by :class:`verifiers.code.pool.SandboxPool` as ``python -m verifiers.code.worker``; jobs
+Started by :class:`rlvr_gym.verifiers.code.pool.SandboxPool` as ``python -m rlvr_gym.verifiers.code.worker``; jobs
 and outcomes travel as frames on its stdin/stdout. Being a separate program (not a fork of the
 host) it inherits none of the host's threads, memory or open files, so what a submission's
 fork inherits is small and known.

@@ -1,7 +1,7 @@
 """Math answers: extraction, normalisation, a safe parser, and budgeted sympy equivalence.
 
 Importing this package does not import sympy: plain numbers are settled in the caller, and
-:mod:`verifiers.math.parse` / :mod:`verifiers.math.symbolic` run in the budgeted worker.
+:mod:`rlvr_gym.verifiers.math.parse` / :mod:`rlvr_gym.verifiers.math.symbolic` run in the budgeted worker.
 """
 
 from rlvr_gym.verifiers.math.budget import Worker, shared_worker

@@ -1,7 +1,7 @@
 """A hard wall-clock and memory budget for symbolic work: a warm worker process that is killed.
 
 A signal alarm cannot stop sympy while it multiplies huge integers in C, so symbolic
-comparisons run in a separate process (``python -m verifiers.math.budget``) with an
+comparisons run in a separate process (``python -m rlvr_gym.verifiers.math.budget``) with an
 address-space rlimit. The caller waits at most ``timeout`` seconds for the reply; past that it
 kills the worker (SIGKILL) and promotes a *standby* worker that was started in advance, so the
 next call does not pay sympy's import time. Requests and replies are JSON lines on pipes:

@@ -2,9 +2,9 @@
 
 :func:`check` runs in the caller's process and settles what it can cheaply: equal normalised
 strings, exact numbers (``fractions``), text answers, hedges. Only what remains goes to
-:func:`verifiers.math.symbolic.compare_symbolic`, which parses both sides with our own grammar and compares them with
-sympy (:mod:`verifiers.math.symbolic`), inside the budgeted worker of
-:mod:`verifiers.math.budget`. The caller never imports sympy.
+:func:`rlvr_gym.verifiers.math.symbolic.compare_symbolic`, which parses both sides with our own grammar and compares them with
+sympy (:mod:`rlvr_gym.verifiers.math.symbolic`), inside the budgeted worker of
+:mod:`rlvr_gym.verifiers.math.budget`. The caller never imports sympy.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def _is_several(norm: str) -> bool:
 
 
 def numbers_equal(gold: str, pred: str, gold_value: Fraction, pred_value: Fraction) -> bool:
-    """Exact equality, or the documented decimal rule of :mod:`verifiers.math.exactness`.
+    """Exact equality, or the documented decimal rule of :mod:`rlvr_gym.verifiers.math.exactness`.
 
     ``gold``/``pred`` are the normalised strings (their written decimal places matter).
     """
@@ -201,7 +201,7 @@ def _labelled_equal(
 def check(gold: str, pred: str, *, timeout: float, worker: object | None = None) -> Equivalence:
     """Compare ``pred`` with ``gold``: fast paths here, the rest in ``worker`` under ``timeout``.
 
-    ``worker`` is a :class:`verifiers.math.budget.Worker` (the shared one when ``None``).
+    ``worker`` is a :class:`rlvr_gym.verifiers.math.budget.Worker` (the shared one when ``None``).
     """
     gold_norm, pred_norm = normalize(gold), normalize(pred)
     if is_hedged(pred) and not is_hedged(gold) and not _is_several(gold_norm):

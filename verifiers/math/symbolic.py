@@ -1,6 +1,6 @@
 """Symbolic equivalence, run inside the budgeted worker process (never in the caller).
 
-Both answers are parsed with our own grammar (:mod:`verifiers.math.parse`) and compared
+Both answers are parsed with our own grammar (:mod:`rlvr_gym.verifiers.math.parse`) and compared
 structurally: relations (equations up to a constant factor), tuples in order, sets and bare
 lists in any order, intervals with their open/closed ends, unions, matrices, and scalars by
 ``sympy.simplify`` of the difference, then numerically (exact numbers) or at random points
@@ -77,7 +77,7 @@ def _scalars_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
 
 
 def _decimal_stands_for(exact_text: str, decimal_text: str) -> bool | None:
-    """The rule of :mod:`verifiers.math.exactness` for a written decimal vs an exact constant.
+    """The rule of :mod:`rlvr_gym.verifiers.math.exactness` for a written decimal vs an exact constant.
 
     ``None`` when it does not apply (neither side a lone decimal, or the other not a constant).
     """

@@ -26,7 +26,7 @@ class MathVerifier:
     process with a hard ``timeout`` (seconds) and ``memory_mb`` budget. The last-number fallback
     (``last_number_fallback``) is off by default: a strict env wants a committed answer; ``strict``
     accepts only an explicit container (``<answer>``, ``\\boxed{}``, ``####``), see
-    :func:`verifiers.math.extract.extract_answer` for the order of the steps.
+    :func:`rlvr_gym.verifiers.math.extract.extract_answer` for the order of the steps.
     ``details["path"]`` says how the verdict was reached (string, numeric, text, hedge, symbolic).
     """
 
