@@ -161,7 +161,7 @@ TEXT_FILES = [
     ROOT / f for f in TRACKED if f.endswith((".py", ".md", ".toml", ".sh", ".txt")) or f == ".ci/run"
 ]
 # tests may name what must *not* exist (the bare folder names, TRL's GRPOConfig under our root)
-PROSE_FILES = [f for f in TEXT_FILES if not f.relative_to(ROOT).parts[0] == "tests"]
+PROSE_FILES = [f for f in TEXT_FILES if f.relative_to(ROOT).parts[0] != "tests"]
 LAYERS = r"(?:envs|verifiers|backends|trainers)"
 STALE_FORMS = {
     "bare-folder import": re.compile(
