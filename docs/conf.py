@@ -37,4 +37,3 @@ autodoc_mock_imports: list[str] = []
 
 html_theme = "furo"
 html_title = "rlvr-gym"
-

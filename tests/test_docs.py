@@ -123,6 +123,7 @@ def test_ci_runs_the_readme_test_command_and_it_installs_the_docs_extra() -> Non
     assert "docs" in extras.group(1).split(",") and "python -m pytest" in awk.stdout
 
 
+@pytest.mark.slow  # 3 s of CPU, 7-13 s on a busy 2-core machine
 def test_docs_build_with_warnings_as_errors(tmp_path: Path) -> None:
     pytest.importorskip("sphinx", reason="needs rlvr-gym[docs]")
     result = subprocess.run(
