@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers.math import MathVerifier, extract_answer
 from rlvr_gym.verifiers.math.budget import Worker
 from rlvr_gym.verifiers.math.equivalence import check
 from rlvr_gym.verifiers.math.exactness import rounded_match
+from rlvr_gym.verifiers.math.parse import ParseError, parse
 from tests.math_forms import CASES
 
 FAMILIES = sorted({family for family, *_ in CASES})
@@ -248,3 +251,131 @@ def test_interval_renderings(
 @pytest.mark.parametrize(("gold", "pred"), [("1,5", "1.5"), ("0,5", "0.5"), ("1, 22", "1.22")])
 def test_a_gold_list_is_never_read_as_a_decimal_comma(verifier: MathVerifier, gold: str, pred: str) -> None:
     assert not verifier(f"\\boxed{{{pred}}}", {"answer": gold}).passed
+
+
+# ---- issue 24: the precision option -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("precision", "gold", "completion", "label"),
+    [
+        (6, "\\frac{1}{3}", "\\boxed{0.33}", False),  # the default: a decimal needs 6 places
+        (2, "\\frac{1}{3}", "\\boxed{0.33}", True),
+        (2, "\\frac{1}{3}", "\\boxed{0.34}", False),
+        (2, "\\frac{1}{3}", "\\boxed{0.3}", False),  # one place is fewer than 2
+        (2, "\\frac{8}{3}", "\\boxed{2.6667}", True),
+        (2, "\\frac{8}{3}", "\\boxed{2.6668}", False),
+        (2, "0.333", "\\boxed{0.33}", False),  # two written decimals still compare exactly
+        (2, "\\frac{1}{8}", "\\boxed{0.13}", True),  # 1/8 does not stop within 2 places
+        (2, "\\frac{1}{8}", "\\boxed{0.12}", True),  # truncated
+        (2, "\\frac{1}{8}", "\\boxed{0.14}", False),
+        (2, "(\\frac{3}{5},\\frac{8}{3}]", "\\boxed{(0.6,2.6667]}", True),
+        (2, "(\\frac{3}{5},\\frac{8}{3}]", "\\boxed{(0.6,2.6668]}", False),
+        (6, "(\\frac{3}{5},\\frac{8}{3}]", "\\boxed{(0.6,2.6667]}", False),
+        (
+            2,
+            "\\begin{pmatrix} \\frac{1}{3} \\\\ \\frac{1}{5} \\end{pmatrix}",
+            "\\boxed{\\begin{pmatrix} 0.33 \\\\ 0.2 \\end{pmatrix}}",
+            True,
+        ),
+        (
+            2,
+            "\\begin{pmatrix} \\frac{1}{3} \\\\ \\frac{1}{5} \\end{pmatrix}",
+            "\\boxed{\\begin{pmatrix} 0.33 \\\\ 0.21 \\end{pmatrix}}",
+            False,
+        ),
+        (
+            6,
+            "(\\frac{1}{3}, -\\frac{2}{3})",
+            "\\boxed{(0.333333, -0.666667)}",
+            True,
+        ),  # the default rule, inside a tuple
+        (6, "(\\frac{1}{3}, -\\frac{2}{3})", "\\boxed{(0.333, -0.667)}", False),
+        (3, "\\sqrt{2}", "\\boxed{1.414}", True),
+        (3, "\\sqrt{2}", "\\boxed{1.415}", False),
+        (3, "1000", "\\boxed{999.999}", False),  # an exact integer stops within any places: exact only
+    ],
+)
+def test_precision_option(precision: int, gold: str, completion: str, label: bool) -> None:
+    """``precision=p``: a written decimal of >= p places stands for the value it rounds or truncates."""
+    verifier = MathVerifier(timeout=3.0, precision=precision)
+    verdict = verifier(completion, {"answer": gold})
+    assert verdict.passed is label, verdict
+
+
+@pytest.mark.parametrize("precision", [0, 31, True, 2.5, "2", None])
+def test_precision_is_validated(precision: object) -> None:
+    with pytest.raises(InvalidArgument, match="precision"):
+        MathVerifier(precision=precision)  # type: ignore[arg-type]
+
+
+def test_prose_number_only_for_a_one_number_gold_and_not_in_strict_mode(verifier: MathVerifier) -> None:
+    completion = "the number is not 10 which is 1,000.99€"
+    assert verifier(completion, {"answer": "1000.99"}).passed
+    assert not verifier(completion, {"answer": "x + 1000.99"}).passed  # gold not one number: no answer
+    assert not MathVerifier(strict=True)(completion, {"answer": "1000.99"}).passed
+    assert extract_answer(completion) is None  # the extractor alone still finds no committed answer
+
+
+def test_hedged_prose_numbers_fail_under_single_answer() -> None:
+    """SingleAnswer's hedge refusal holds for prose numbers too (no box, no tag: the inner verifier)."""
+    from rlvr_gym.verifiers.single_answer import SingleAnswer
+
+    single = SingleAnswer(MathVerifier(timeout=3.0))
+    assert single("so the total is $1,000.99.", {"answer": "1000.99"}).passed
+    for hedge in ("it is 10 or 1,000.99", "it is 10, or maybe it is 1,000.99", "it is 1,000.99 or 10"):
+        assert not single(hedge, {"answer": "1000.99"}).passed, hedge
+
+
+# ---- issue 24: hostile inputs of each new family stay within the worker's budget -------------------
+@pytest.fixture(scope="module")
+def hostile_verifier() -> MathVerifier:
+    v = MathVerifier(timeout=1.0)
+    v.warm_up()
+    return v
+
+
+HOSTILE_FORMS = [
+    ("7", "\\boxed{\\prod_{i=1}^{1000000} i}"),
+    ("7", "\\boxed{\\sum_{i=1}^{10^{100}} i}"),
+    ("7", "\\boxed{\\prod_{i=1}^{\\infty} i}"),
+    ("\\prod_{i=1}^{n} i", "\\boxed{\\prod_{i=1}^{n^{100}} i}"),
+    ("7", "\\boxed{" + "\\sum_{a=1}^{n}" * 40 + "a}"),
+    ("7", "\\boxed{" + "\\int_0^1" * 40 + "x" + "dx" * 40 + "}"),
+    ("7", "\\boxed{\\int_0^1 x^{x^{x^{x}}} dx}"),
+    ("7", "\\boxed{\\sum_{i=1}^{n} F_{F_{F_{F_{F_{F_{i}}}}}}}"),
+    ("[1,2]", "\\boxed{" + "1<x<" * 120 + "2}"),
+    ("[1,2]", "\\boxed{x \\ge " + "9" * 5_000 + "}"),
+    ("(-\\infty,1)\\cup(2,\\infty)", "\\boxed{" + "x<1 \\text{ or } " * 60 + "x>2}"),
+    ("(5,2),(7,2)", "\\boxed{" + "p=5,q=2;" * 60 + "}"),
+    ("(5,2),(7,2)", "\\boxed{(p,q)=" + "(5,2)," * 80 + "(7,2)}"),
+    ("1000.99", "which is 1 " * 1_000_000),
+    ("1000.99", "the total is " + "9" * 10_000),
+    ("1000.99", "the total is " + "1," * 5_000 + "0.99"),
+]
+
+
+@pytest.mark.parametrize(("gold", "completion"), HOSTILE_FORMS, ids=range(len(HOSTILE_FORMS)))
+def test_hostile_forms_come_back_within_budget(
+    hostile_verifier: MathVerifier, gold: str, completion: str
+) -> None:
+    verifier = hostile_verifier
+    started = time.perf_counter()
+    verdict = verifier(completion, {"answer": gold})
+    assert time.perf_counter() - started <= verifier.timeout + 0.5
+    assert not verdict.passed, verdict
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\\prod_{i=1}^{1000000} i",
+        "\\sum_{i=1}^{10^{100}} i",
+        "\\prod_{i=1}^{\\infty} i",
+        "\\sum_{a=1}^{n}" * 9 + "a",
+    ],
+)
+def test_big_operators_too_large_are_refused_before_sympy(text: str) -> None:
+    """Numeric bounds over 10,000 terms, an infinite product, more than 8 operators: refused at once."""
+    started = time.perf_counter()
+    with pytest.raises(ParseError):
+        parse(text)
+    assert time.perf_counter() - started < 0.1

@@ -13,8 +13,17 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rlvr_gym.verifiers.math.exactness import decimal_places, rounded_match
+from rlvr_gym.verifiers.math.exactness import MIN_PLACES, decimal_places, rounded_match
 from rlvr_gym.verifiers.math.normalize import decimal_comma, fast_number, is_hedged, normalize
+from rlvr_gym.verifiers.math.rewrite import LABEL as _LABEL
+from rlvr_gym.verifiers.math.rewrite import (
+    as_tuples,
+    interval_of_chain,
+    intervals_of_bounds,
+    looks_like_interval,
+    solutions,
+    split_top,
+)
 
 EQUAL, DIFFERENT, INVALID, TOO_LARGE, TIMEOUT, ERROR = (
     "equal",
@@ -41,8 +50,6 @@ class Equivalence:
 
 
 _ARITHMETIC = re.compile(r"[\d\s+\-*/().,^{}]+")
-_LABEL = re.compile(r"(?:\\?[A-Za-z]++(?:_\{?\w+\}?|')*+|[\s|(),:\[\]{}])++")  # possessive: linear time
-"""A name, not a value: ``x``, ``(p,q)``, ``|AB|``, ``f(x)``, ``V_1:V_2`` (no digits but subscripts)."""
 _INEQUALITY = re.compile(r"[<>!]|\\(?:le|ge|ne|lt|gt)")
 _PERCENT_SIGN = re.compile(r"%|\\text\{\s*percent\s*\}|\bpercent\b")
 _TEXT_GROUP = re.compile(r"\\[a-zA-Z]+\s*\{[^{}]*\}")
@@ -82,9 +89,9 @@ def last_side(text: str) -> str:
     if _INEQUALITY.search(text) or ("=" not in text and "\\approx" not in text):
         return text
     exact, _, approximate = text.partition("\\approx")
-    *earlier, last = exact.split("=")
+    *earlier, last = split_top(exact, "=")
     if approximate and (not last.strip() or _LABEL.fullmatch(last)):
-        earlier, last = [*earlier, last], approximate.split("=")[0]
+        earlier, last = [*earlier, last], split_top(approximate, "=")[0]
     numeric = _ARITHMETIC.fullmatch(last) is not None  # 7 = 11a+c is an equation, x = 5+5+1 = 11 a value
     if last.strip() and all(
         (numeric and _ARITHMETIC.fullmatch(side)) or _LABEL.fullmatch(side) for side in earlier
@@ -93,43 +100,19 @@ def last_side(text: str) -> str:
     return text
 
 
-_CHAIN = re.compile(
-    r"(?P<lo>[^<>=\\|]+?)(?P<a><=|<|\\leq?|\\lt)(?P<var>[A-Za-z](?:\([A-Za-z]\))?)(?P<b><=|<|\\leq?|\\lt)(?P<hi>[^<>=|]+)"
-)
-
-
-def interval_of_chain(text: str) -> str:
-    """``-793 < a < 10`` -> ``(-793,10)`` and ``0<f(x)\\le 1`` -> ``(0,1]``: a range is an interval."""
-    match = _CHAIN.fullmatch(text)
-    if match is None:
-        return text
-    left = "(" if match.group("a") in ("<", "\\lt") else "["
-    right = ")" if match.group("b") in ("<", "\\lt") else "]"
-    return f"{left}{match.group('lo')},{match.group('hi')}{right}"
-
-
 def top_level_items(text: str) -> list[str]:
     """``a=1,(b,c)=(2,3)`` -> ``["a=1", "(b,c)=(2,3)"]``: split at commas outside brackets."""
-    items, depth, start = [], 0, 0
-    for position, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            items.append(text[start:position])
-            start = position + 1
-    return [*items, text[start:]]
+    return split_top(text, ",")
 
 
 def _labelled(items: list[str]) -> dict[str, str] | None:
     """``{label: value}`` when every item is ``label = value`` with distinct labels, else None."""
     pairs = {}
     for item in items:
-        label, equals, value = item.partition("=")
-        if not equals or not _LABEL.fullmatch(label) or "=" in value or label in pairs:
+        sides = split_top(item, "=")
+        if len(sides) != 2 or not _LABEL.fullmatch(sides[0]) or sides[0].strip() in pairs:
             return None
-        pairs[label.strip()] = value.strip()
+        pairs[sides[0].strip()] = sides[1].strip()
     return pairs
 
 
@@ -143,8 +126,9 @@ def _is_words(text: str) -> bool:
 
 
 def _is_several(norm: str) -> bool:
-    """Gold names several values (a top-level comma list or ``\\pm``): "or"/"and" then list them."""
-    if "\\pm" in norm or "\\mp" in norm:
+    """Gold names several values (a top-level comma list, ``\\pm``, a union of intervals): "or"/"and"
+    then list them (``x < -2 \\text{ or } x > 3`` for ``(-\\infty,-2) \\cup (3,\\infty)``)."""
+    if "\\pm" in norm or "\\mp" in norm or "\\cup" in norm:
         return True
     depth = 0
     for char in norm:
@@ -157,23 +141,26 @@ def _is_several(norm: str) -> bool:
     return False
 
 
-def numbers_equal(gold: str, pred: str, gold_value: Fraction, pred_value: Fraction) -> bool:
+def numbers_equal(
+    gold: str, pred: str, gold_value: Fraction, pred_value: Fraction, precision: int = MIN_PLACES
+) -> bool:
     """Exact equality, or the documented decimal rule of :mod:`rlvr_gym.verifiers.math.exactness`.
 
-    ``gold``/``pred`` are the normalised strings (their written decimal places matter).
+    ``gold``/``pred`` are the normalised strings (their written decimal places matter);
+    ``precision`` is the fewest places a written decimal needs to stand for a value.
     """
     if gold_value == pred_value:
         return True
     pred_places, gold_places = decimal_places(pred), decimal_places(gold)
     if pred_places is not None and gold_places is None:
-        return rounded_match(gold_value, pred_value, pred_places)
+        return rounded_match(gold_value, pred_value, pred_places, precision)
     if gold_places is not None and pred_places is None:
-        return rounded_match(pred_value, gold_value, gold_places)
+        return rounded_match(pred_value, gold_value, gold_places, precision)
     return False
 
 
 def _percent_equal(
-    gold_raw: str, pred_raw: str, gold: str, pred: str, values: tuple[Fraction, Fraction]
+    gold_raw: str, pred_raw: str, gold: str, pred: str, values: tuple[Fraction, Fraction], precision: int
 ) -> bool:
     """``15\\%`` is the number 15 and also the fraction 0.15: either reading passes.
 
@@ -181,39 +168,79 @@ def _percent_equal(
     ``15\\%`` but not gold ``15`` (no percent sign on either side: no conversion).
     """
     gold_value, pred_value = values
-    if _PERCENT_SIGN.search(pred_raw) and numbers_equal(gold, pred, gold_value, pred_value / 100):
+    if _PERCENT_SIGN.search(pred_raw) and numbers_equal(gold, pred, gold_value, pred_value / 100, precision):
         return True
-    return bool(_PERCENT_SIGN.search(gold_raw)) and numbers_equal(gold, pred, gold_value / 100, pred_value)
+    return bool(_PERCENT_SIGN.search(gold_raw)) and numbers_equal(
+        gold, pred, gold_value / 100, pred_value, precision
+    )
 
 
 def _labelled_equal(
-    gold: dict[str, str], pred: dict[str, str], *, timeout: float, worker: object | None
+    gold: dict[str, str], pred: dict[str, str], *, timeout: float, worker: object | None, precision: int
 ) -> Equivalence:
     if set(gold) != set(pred):
         return Equivalence(DIFFERENT, "labelled", "the labels differ")
     for label, value in gold.items():
-        result = check(value, pred[label], timeout=timeout, worker=worker)
+        result = check(value, pred[label], timeout=timeout, worker=worker, precision=precision)
         if result.status != EQUAL:
             return result
     return Equivalence(EQUAL, "labelled")
 
 
-def check(gold: str, pred: str, *, timeout: float, worker: object | None = None) -> Equivalence:
+def _solution_tuples(gold: str, pred: str) -> tuple[str, str] | None:
+    """Labelled solution sets (``p=5,q=2;p=7,q=2``) on either side as lists of tuples.
+
+    ``None`` when neither side is one; ``("", "")`` when both are and their labels differ.
+    The tuple positions follow the gold's labels when it has them, else the prediction's.
+    """
+    gold_solutions = solutions(top_level_items(gold))
+    pred_solutions = solutions(top_level_items(pred))
+    if gold_solutions is None and pred_solutions is None:
+        return None
+    order = (gold_solutions or pred_solutions)[0]  # type: ignore[index]
+    if pred_solutions is not None and set(pred_solutions[0]) != set(order):
+        return ("", "")
+    return (
+        as_tuples(order, gold_solutions[1]) if gold_solutions else gold,
+        as_tuples(order, pred_solutions[1]) if pred_solutions else pred,
+    )
+
+
+def _as_intervals(gold: str, pred: str) -> tuple[str, str]:
+    """A side written as bounds (``x \\ge 3``) becomes intervals when the other is intervals."""
+    if looks_like_interval(gold) and (pred_intervals := intervals_of_bounds(pred)):
+        return gold, pred_intervals
+    if looks_like_interval(pred) and (gold_intervals := intervals_of_bounds(gold)):
+        return gold_intervals, pred
+    return gold, pred
+
+
+def check(
+    gold: str, pred: str, *, timeout: float, worker: object | None = None, precision: int = MIN_PLACES
+) -> Equivalence:
     """Compare ``pred`` with ``gold``: fast paths here, the rest in ``worker`` under ``timeout``.
 
-    ``worker`` is a :class:`rlvr_gym.verifiers.math.budget.Worker` (the shared one when ``None``).
+    ``worker`` is a :class:`rlvr_gym.verifiers.math.budget.Worker` (the shared one when ``None``);
+    ``precision`` is the decimal rule's fewest places (:mod:`rlvr_gym.verifiers.math.exactness`).
     """
     gold_norm, pred_norm = normalize(gold), normalize(pred)
     if is_hedged(pred) and not is_hedged(gold) and not _is_several(gold_norm):
         return Equivalence(DIFFERENT, "hedge", "the answer names more than one value")
+    rewrite = max(len(gold_norm), len(pred_norm)) <= MAX_NORMALIZED_CHARS  # the rewrites stay linear anyway
+    if rewrite and (tuples := _solution_tuples(gold_norm, pred_norm)) is not None:
+        if not tuples[0]:
+            return Equivalence(DIFFERENT, "labelled", "the labels differ")
+        gold_norm, pred_norm = tuples
     gold_pairs, pred_pairs = (_labelled(top_level_items(n)) for n in (gold_norm, pred_norm))
     if gold_pairs and pred_pairs and len(gold_pairs) > 1:  # a_3 = 2, a_{37} = 19: labels must match too
-        return _labelled_equal(gold_pairs, pred_pairs, timeout=timeout, worker=worker)
+        return _labelled_equal(gold_pairs, pred_pairs, timeout=timeout, worker=worker, precision=precision)
     gold_values = drop_labels(gold_norm)
     if gold_values != gold_norm or "=" not in gold_norm:  # gold an equation (2x+4y-3=0): keep pred's
         pred_norm = drop_labels(pred_norm)
     gold_norm = interval_of_chain(gold_values)
     pred_norm = interval_of_chain(pred_norm)
+    if rewrite:
+        gold_norm, pred_norm = _as_intervals(gold_norm, pred_norm)
     if not pred_norm:
         return Equivalence(INVALID, "string", "empty answer")
     if gold_norm == pred_norm:
@@ -228,8 +255,8 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
         if pointed is not None:
             pred_norm, pred_number = pointed, fast_number(pointed)
     if gold_number is not None and pred_number is not None:
-        same = numbers_equal(gold_norm, pred_norm, gold_number, pred_number) or _percent_equal(
-            gold, pred, gold_norm, pred_norm, (gold_number, pred_number)
+        same = numbers_equal(gold_norm, pred_norm, gold_number, pred_number, precision) or _percent_equal(
+            gold, pred, gold_norm, pred_norm, (gold_number, pred_number), precision
         )
         return Equivalence(EQUAL if same else DIFFERENT, "numeric")
     if ("\\" not in gold_norm and _is_words(gold_norm)) or (gold_number is not None and _is_words(pred_norm)):
@@ -252,7 +279,7 @@ def check(gold: str, pred: str, *, timeout: float, worker: object | None = None)
         from rlvr_gym.verifiers.math.budget import shared_worker
 
         worker = shared_worker(WORKER_TARGET)
-    outcome = worker.call(gold_norm, pred_norm, timeout=timeout)  # type: ignore[attr-defined]
+    outcome = worker.call(gold_norm, pred_norm, precision, timeout=timeout)  # type: ignore[attr-defined]
     if outcome.status == "timeout":
         return Equivalence(
             TIMEOUT, "symbolic", f"no answer within {timeout:g} s {outcome.value or ''}".strip()

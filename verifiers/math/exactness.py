@@ -9,6 +9,12 @@ least :data:`MIN_PLACES` places (as Math-Verify's ``float_rounding=6``) and be t
 ``0.666666`` pass for ``\\frac{2}{3}``; ``0.333``, ``3.14159``, ``0.666668`` and ``2.828428`` for
 ``2\\sqrt{2}`` do not). Two written decimals, or a decimal and a value whose expansion stops
 (``\\frac{1}{8}`` vs ``0.13``), compare exactly.
+
+``MathVerifier(precision=p)`` is the one knob: it lowers (or raises) :data:`MIN_PLACES` to ``p``
+for users who accept coarser decimals (``precision=2``: ``0.33`` for ``\\frac{1}{3}``,
+``2.6667`` for ``\\frac{8}{3}``, ``0.13`` for ``\\frac{1}{8}`` since 1/8 does not stop within
+two places). The rule stays the same: rounded or truncated to the places written, never a
+relative tolerance, and two written decimals still compare exactly.
 """
 
 from __future__ import annotations
@@ -17,7 +23,11 @@ import math
 import re
 from fractions import Fraction
 
+from rlvr_gym.error import InvalidArgument
+
 MIN_PLACES = 6
+MAX_PRECISION = 30
+"""``precision`` above this is no rule at all (every decimal written has fewer places)."""
 _DECIMAL_LITERAL = re.compile(r"[+-]?\d*\.(\d+)")
 
 
@@ -32,9 +42,21 @@ def terminates_within(value: Fraction, places: int) -> bool:
     return (value * 10**places).denominator == 1
 
 
-def rounded_match(exact: Fraction, written: Fraction, places: int) -> bool:
-    """``written`` (a decimal of ``places`` places) stands for the non-terminating ``exact``."""
-    if places < MIN_PLACES or terminates_within(exact, places):
+def check_precision(precision: object) -> int:
+    """``precision`` as an int in ``[1, MAX_PRECISION]``, else :class:`InvalidArgument`."""
+    if isinstance(precision, bool) or not isinstance(precision, int) or not 1 <= precision <= MAX_PRECISION:
+        raise InvalidArgument(
+            f"precision must be an int in [1, {MAX_PRECISION}] decimal places, got {precision!r}"
+        )
+    return precision
+
+
+def rounded_match(exact: Fraction, written: Fraction, places: int, min_places: int = MIN_PLACES) -> bool:
+    """``written`` (a decimal of ``places`` places) stands for the non-terminating ``exact``.
+
+    ``min_places`` is the fewest places that may stand for a value (the ``precision`` option).
+    """
+    if places < min_places or terminates_within(exact, places):
         return False
     unit = Fraction(1, 10**places)
     scaled = exact * 10**places
@@ -42,4 +64,11 @@ def rounded_match(exact: Fraction, written: Fraction, places: int) -> bool:
     return abs(exact - written) <= unit / 2 or written == truncated
 
 
-__all__ = ["MIN_PLACES", "decimal_places", "rounded_match", "terminates_within"]
+__all__ = [
+    "MAX_PRECISION",
+    "MIN_PLACES",
+    "check_precision",
+    "decimal_places",
+    "rounded_match",
+    "terminates_within",
+]

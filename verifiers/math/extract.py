@@ -193,6 +193,40 @@ def last_number(text: str) -> str | None:
     return found.group().rstrip(",") if found else None
 
 
+_FINAL_NUMBER = re.compile(
+    r"(?:\b(?:is|are|was|were|equals|it['’]s|that['’]s)|:)\s+(?:equal\s+to\s+)?"
+    r"(?P<currency>[$€£]|\\\$)?\s?(?P<number>[-+]?\d(?:[\d.,]*\d)?)"
+    r"\s?(?P<unit>[$€£%]|[A-Za-zµ²³]{1,10}[23²³]?)?\s*[.!]?\s*",
+    re.IGNORECASE,
+)
+_UNCOMMITTED = re.compile(
+    r"\b(?:or|either|maybe|perhaps|possibly|probably|likely|might|could|would|should|guess|assume|if|"
+    r"approximately|about|around|roughly|nearly|almost|between|and|to|than|from|per|times)\b|[?±…]|\\pm|\.\.|~",
+    re.IGNORECASE,
+)
+"""Words that make a final number a hedge, a list, a range or an estimate, not a commitment."""
+MAX_FINAL_SENTENCE = 200
+
+
+def final_number(text: str) -> str | None:
+    """A number the text ends on, committed after "is"/"it's" (``which is 1,000.99€``), or ``None``.
+
+    Only the last sentence of the last line is read (at most :data:`MAX_FINAL_SENTENCE`
+    characters), and only when nothing in it hedges, lists or estimates (:data:`_UNCOMMITTED`:
+    "10 or 1,000.99", "it is 3 and it is 5", "about 12", "is it 7?"). The verifier asks this only
+    when the gold is one number and no other step found an answer. The unit or currency goes;
+    a percent sign stays (``15%`` may be the fraction 0.15).
+    """
+    line = text.rstrip()[-(MAX_FINAL_SENTENCE * 2) :].rpartition("\n")[2]
+    sentence = re.split(r"(?<=[.!?])\s+", line)[-1]
+    if len(sentence) > MAX_FINAL_SENTENCE or _UNCOMMITTED.search(sentence):
+        return None
+    match = _last(_FINAL_NUMBER, sentence, len(sentence))
+    if match is None or match.end() != len(sentence):
+        return None
+    return match.group("number") + ("%" if match.group("unit") == "%" else "")
+
+
 STRICT_STEPS = (answer_tag, boxed, hashes)
 """What a strict env accepts: an explicit answer container only."""
 STEPS = (*STRICT_STEPS, answer_phrase, whole_answer)

@@ -152,7 +152,14 @@ _DIVIDE = {"/", r"\div", ":"}
 """``7:32`` is a ratio: the number 7/32 (so ``14:64`` matches it too)."""
 _FRAC = {r"\frac", r"\dfrac", r"\tfrac", r"\cfrac"}
 _MATRIX_ENVS = {"pmatrix", "bmatrix", "matrix", "vmatrix", "smallmatrix", "array", "Bmatrix"}
-_SKIP = {r"\,", r"\!", r"\;", r"\quad", r"\qquad", r"\left", r"\right", r"\displaystyle"}
+_SKIP = {r"\,", r"\!", r"\;", r"\quad", r"\qquad", r"\left", r"\right", r"\displaystyle", r"\limits"}
+_BIG = {r"\sum": sympy.Sum, r"\prod": sympy.Product, r"\int": sympy.Integral}
+"""Big operators with limits: unevaluated, their bound variable renamed by nesting level, so two
+sums compare equal when their bodies do (``\\sum_{i=1}^{n}(i+1)`` is ``\\sum_{k=1}^{n}(1+k)``)."""
+MAX_BIG_OPERATORS = 8
+MAX_TERMS = 10_000
+"""A sum or product over more numeric terms than this is refused before sympy sees it (an infinite
+sum is kept: its value is a limit, and two of them compare by their bodies)."""
 
 
 def tokenize(text: str) -> list[tuple[str, str]]:
@@ -200,17 +207,20 @@ class _Parser:
         self.tokens = tokens
         self.position = 0
         self.depth = 0
+        self.end = len(tokens)  # lowered while an integral's body is read (up to its ``d x``)
+        self.bound: list[str] = []  # the variables of the big operators being read, innermost last
+        self.big_operators = 0
 
     # ----- token helpers ---------------------------------------------------------------------
     def peek(self, offset: int = 0) -> str | None:
         index = self.position + offset
-        return self.tokens[index][1] if index < len(self.tokens) else None
+        return self.tokens[index][1] if index < self.end else None
 
     def kind(self) -> str | None:
-        return self.tokens[self.position][0] if self.position < len(self.tokens) else None
+        return self.tokens[self.position][0] if self.position < self.end else None
 
     def take(self) -> str:
-        if self.position >= len(self.tokens):
+        if self.position >= self.end:
             raise ParseError("unexpected end of input")
         value = self.tokens[self.position][1]
         self.position += 1
@@ -283,7 +293,12 @@ class _Parser:
             return False
         if kind in ("num", "letter"):
             return True
-        if token in ("(", r"\{") or token in _FRAC or token in (r"\sqrt", r"\pi", r"\infty", r"\begin"):
+        if (
+            token in ("(", r"\{")
+            or token in _FRAC
+            or token in _BIG
+            or token in (r"\sqrt", r"\pi", r"\infty", r"\begin")
+        ):
             return True
         return kind == "cmd" and (token[1:] in _GREEK or token[1:] in _FUNCTIONS)
 
@@ -335,7 +350,14 @@ class _Parser:
         return base
 
     def parse_postfix(self) -> object:
+        letter = self.kind() == "letter" or (self.kind() == "cmd" and (self.peek() or "")[1:] in _GREEK)
         value = self.parse_atom()
+        if letter and isinstance(value, sympy.Symbol) and self.peek() == "_":
+            self.take()  # x_1, F_{n-k-1}: an indexed name, a function of its index
+            self.enter()
+            index = self.parse_arg()
+            self.depth -= 1
+            value = sympy.Function(value.name)(index)
         while self.peek() == "!":
             self.take()
             value = _scalar(value)
@@ -376,7 +398,7 @@ class _Parser:
             return _number(token)
         if kind == "letter":
             self.take()
-            return _LETTERS.get(token) or sympy.Symbol(token)
+            return sympy.Symbol(token) if token in self.bound else _LETTERS.get(token) or sympy.Symbol(token)
         if token in ("(", "["):
             return self.parse_bracketed()
         if token == "{":
@@ -423,12 +445,86 @@ class _Parser:
             return sympy.oo
         if token == r"\begin":
             return self.parse_matrix()
+        if token in _BIG:
+            return self.parse_big()
         if kind == "cmd" and token[1:] in _FUNCTIONS:
             return self.parse_function()
         if kind == "cmd" and token[1:] in _GREEK:
             self.take()
             return sympy.Symbol(token[1:])
         raise ParseError(f"unexpected {token!r}")
+
+    def parse_big(self) -> sympy.Expr:
+        """``\\sum_{i=1}^{n} body``, ``\\prod_{k=0}^{5} body``, ``\\int_{a}^{b} body \\, dx``.
+
+        The body of a sum or product is the product term after the limits (``\\sum_{i} i^2 + 1``
+        is the sum plus one, as in TeX); an integral's runs to its ``d x``. Indefinite integrals,
+        sums over sets and limits with no upper bound are outside the grammar.
+        """
+        operator = self.take()
+        self.big_operators += 1
+        if self.big_operators > MAX_BIG_OPERATORS:
+            raise ParseError(f"more than {MAX_BIG_OPERATORS} big operators")
+        self.enter()
+        self.expect("_")
+        if operator == r"\int":
+            lo = self.parse_arg()
+            var = None
+        else:
+            braced = self.accept("{") is not None
+            var = self.take()
+            if not re.fullmatch(r"[a-zA-Z]|\\[a-zA-Z]+", var) or var[1:] in _FUNCTIONS:
+                raise ParseError(f"{operator} needs a variable, got {var!r}")
+            self.expect("=")
+            lo = _scalar(self.parse_expr()) if braced else self.parse_arg()
+            if braced:
+                self.expect("}")
+        self.expect("^")
+        hi = self.parse_arg()
+        if operator == r"\int":
+            var, body = self.parse_integrand()
+        else:
+            self.bound.append(var.lstrip("\\"))
+            body = _scalar(self.parse_term())
+            self.bound.pop()
+        self.depth -= 1
+        span = hi - lo
+        endless = span.has(sympy.oo, -sympy.oo)
+        if (
+            operator != r"\int"
+            and span.is_number
+            and (operator == r"\prod" if endless else abs(span) > MAX_TERMS)
+        ):
+            raise TooLarge(f"{operator} over more than {MAX_TERMS} terms")
+        level = sympy.Symbol(f"_b{len(self.bound)}")
+        body = body.subs(sympy.Symbol(var.lstrip("\\")), level)
+        return _BIG[operator](body, (level, lo, hi))
+
+    def parse_integrand(self) -> tuple[str, sympy.Expr]:
+        """The body of an integral up to its differential ``d x`` (the first at this bracket depth)."""
+        depth, stop = 0, None
+        for index in range(self.position, self.end - 1):
+            kind, token = self.tokens[index]
+            depth += token in ("(", "[", "{", r"\{") or -(token in (")", "]", "}", r"\}"))
+            if depth == 0 and kind == "letter" and token == "d" and self.tokens[index + 1][0] == "letter":
+                stop = index
+                break
+            if depth < 0:
+                break
+        if stop is None:
+            raise ParseError("an integral without its d x")
+        var = self.tokens[stop + 1][1]
+        outer_end, self.end = self.end, stop
+        self.bound.append(var)
+        try:
+            body = _scalar(self.parse_expr())
+            if self.position != stop:
+                raise ParseError(f"unexpected {self.peek()!r} in an integral")
+        finally:
+            self.end = outer_end
+            self.bound.pop()
+        self.position = stop + 2
+        return var, body
 
     def parse_function(self) -> sympy.Expr:
         function = _FUNCTIONS[self.take()[1:]]
@@ -542,6 +638,23 @@ def parse(text: str) -> object:
     return _Parser(tokens).parse_top()
 
 
+def written_decimals(text: str) -> dict[sympy.Rational, int]:
+    """The decimals ``text`` writes (``0.33`` -> ``{33/100: 2}``): they may stand for exact values.
+
+    A value written both as a decimal and exactly elsewhere keeps the most places seen.
+    """
+    found: dict[sympy.Rational, int] = {}
+    try:
+        tokens = tokenize(text)
+    except ParseError:
+        return found
+    for kind, token in tokens:
+        if kind == "num" and "." in token.rstrip("."):
+            value = _number(token)
+            found[value] = max(found.get(value, 0), len(token.partition(".")[2]))
+    return found
+
+
 def is_finite_number(value: object) -> bool:
     """A plain scalar with no symbols and no infinity (safe for numeric evaluation)."""
     return isinstance(value, sympy.Expr) and value.is_number and not value.has(sympy.oo, -sympy.oo, PM)
@@ -558,4 +671,5 @@ __all__ = [
     "Union",
     "parse",
     "tokenize",
+    "written_decimals",
 ]

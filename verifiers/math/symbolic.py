@@ -14,8 +14,9 @@ from fractions import Fraction
 
 import sympy
 from sympy.core.evalf import PrecisionExhausted
+from sympy.core.function import AppliedUndef
 
-from rlvr_gym.verifiers.math.exactness import decimal_places, rounded_match
+from rlvr_gym.verifiers.math.exactness import MIN_PLACES, check_precision, decimal_places, rounded_match
 from rlvr_gym.verifiers.math.parse import (
     PM,
     Interval,
@@ -27,6 +28,7 @@ from rlvr_gym.verifiers.math.parse import (
     Union,
     is_finite_number,
     parse,
+    written_decimals,
 )
 
 EQUAL, DIFFERENT, INVALID, TOO_LARGE = "equal", "different", "invalid", "too_large"
@@ -36,6 +38,9 @@ its precision to cancellation, so a true difference of ``1`` next to ``10^{20}\\
 a difference it cannot resolve within these digits (a zero simplify missed) is counted as zero."""
 
 
+_BIG = (sympy.Sum, sympy.Product, sympy.Integral)
+
+
 def _constants_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
     """Exact constants compare exactly: no relative tolerance (``10^{20}`` is not ``10^{20}+1``)."""
     if a.is_Rational and b.is_Rational:
@@ -43,7 +48,7 @@ def _constants_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
     difference = sympy.simplify(a - b)
     if difference == 0:
         return True
-    if difference.is_Rational:
+    if difference.is_Rational or difference.has(AppliedUndef):  # x_1 - x_2: names, no value
         return False
     try:  # strict: sympy certifies a non-zero difference to 15 digits, or gives up
         value = sympy.N(difference, 15, maxn=_EXACT_DIGITS, strict=True)
@@ -55,8 +60,28 @@ def _constants_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
     return bool(value == 0)
 
 
+_DECIMALS: dict[sympy.Rational, int] = {}
+"""Values written as decimals in the two answers being compared, with their places (this call's)."""
+_PRECISION = [MIN_PLACES]
+
+
+def _written_decimal_stands_for(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """Inside tuples, intervals and matrices: a written decimal vs an exact real constant."""
+    for written, exact in ((a, b), (b, a)):
+        places = _DECIMALS.get(abs(written)) if written.is_Rational else None
+        if places is None or not is_finite_number(exact) or not exact.is_real or exact in _DECIMALS:
+            continue
+        approximation = sympy.N(exact, places + 30)
+        return rounded_match(
+            Fraction(str(approximation)), Fraction(int(written.p), int(written.q)), places, _PRECISION[0]
+        )
+    return False
+
+
 def _scalars_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
     if a == b:
+        return True
+    if _written_decimal_stands_for(a, b):
         return True
     if a.has(sympy.oo, -sympy.oo) or b.has(sympy.oo, -sympy.oo):
         return False
@@ -66,8 +91,14 @@ def _scalars_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
     if sympy.simplify(a - b) == 0:
         return True
     rng = random.Random(0)
+    whole = a.has(*_BIG) or b.has(*_BIG)  # a sum's bound takes whole values only
     for _ in range(3):  # exact values at rational points: x^{20}+1 differs from x^{20} everywhere
-        point = {s: sympy.Rational(rng.randint(2, 97), rng.randint(2, 13)) for s in free}
+        point = {
+            s: sympy.Integer(rng.randint(2, 12))
+            if whole
+            else sympy.Rational(rng.randint(2, 97), rng.randint(2, 13))
+            for s in free
+        }
         try:
             if not _constants_equal(a.subs(point), b.subs(point)):
                 return False
@@ -76,7 +107,7 @@ def _scalars_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
     return True
 
 
-def _decimal_stands_for(exact_text: str, decimal_text: str) -> bool | None:
+def _decimal_stands_for(exact_text: str, decimal_text: str, precision: int = MIN_PLACES) -> bool | None:
     """The rule of :mod:`rlvr_gym.verifiers.math.exactness` for a written decimal vs an exact constant.
 
     ``None`` when it does not apply (neither side a lone decimal, or the other not a constant).
@@ -91,7 +122,7 @@ def _decimal_stands_for(exact_text: str, decimal_text: str) -> bool | None:
     if not is_finite_number(exact) or not exact.is_real:
         return None
     approximation = sympy.N(exact, places + 30)
-    return rounded_match(Fraction(str(approximation)), Fraction(decimal_text), places)
+    return rounded_match(Fraction(str(approximation)), Fraction(decimal_text), places, precision)
 
 
 def _expand_pm(value: object) -> object:
@@ -182,11 +213,15 @@ def same(a: object, b: object) -> bool:
     return False
 
 
-def compare_symbolic(gold: str, pred: str) -> list[str]:
-    """Worker entry point: ``[status, why]`` for two normalised answers. Runs under the budget."""
+def compare_symbolic(gold: str, pred: str, precision: int = MIN_PLACES) -> list[str]:
+    """Worker entry point: ``[status, why]`` for two normalised answers. Runs under the budget.
+
+    ``precision``: the fewest decimal places a written decimal needs to stand for an exact value.
+    """
+    precision = check_precision(precision)
     for exact_text, decimal_text in ((gold, pred), (pred, gold)):
         try:
-            rounded = _decimal_stands_for(exact_text, decimal_text)
+            rounded = _decimal_stands_for(exact_text, decimal_text, precision)
         except (TypeError, ValueError, ArithmeticError):
             rounded = None
         if rounded is not None:
@@ -203,10 +238,16 @@ def compare_symbolic(gold: str, pred: str) -> list[str]:
         return [INVALID, str(exc)]
     except (TypeError, ValueError, ArithmeticError) as exc:  # sympy refused to build the value
         return [INVALID, f"not a well-formed value ({type(exc).__name__})"]
+    _DECIMALS.clear()
+    _DECIMALS.update(written_decimals(gold))
+    _DECIMALS.update(written_decimals(pred))
+    _PRECISION[0] = precision
     try:
         return [EQUAL, ""] if same(gold_value, pred_value) else [DIFFERENT, ""]
     except (TypeError, ValueError, ArithmeticError, AttributeError) as exc:
         return [DIFFERENT, f"sympy could not compare: {type(exc).__name__}"]
+    finally:
+        _DECIMALS.clear()
 
 
 __all__ = ["compare_symbolic", "same"]

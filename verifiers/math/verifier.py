@@ -7,7 +7,9 @@ from typing import Any
 from rlvr_gym.error import InvalidArgument, InvalidType, RunFailed
 from rlvr_gym.verifiers.math import equivalence
 from rlvr_gym.verifiers.math.budget import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Worker, shared_worker
-from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer, reference_answer
+from rlvr_gym.verifiers.math.exactness import MIN_PLACES, check_precision
+from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer, final_number, reference_answer
+from rlvr_gym.verifiers.math.normalize import decimal_comma, fast_number, normalize
 from rlvr_gym.verifiers.protocol import Task
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
@@ -28,6 +30,12 @@ class MathVerifier:
     accepts only an explicit container (``<answer>``, ``\\boxed{}``, ``####``), see
     :func:`rlvr_gym.verifiers.math.extract.extract_answer` for the order of the steps.
     ``details["path"]`` says how the verdict was reached (string, numeric, text, hedge, symbolic).
+
+    When the gold is one number and nothing else is committed, a number that ends the text after
+    "is"/"it's" (``...which is 1,000.99€``) is the answer (:func:`rlvr_gym.verifiers.math.extract.final_number`;
+    never a hedge or a list; off in ``strict`` mode). ``precision`` (decimal places, default 6) is
+    the fewest places a written decimal needs to stand for an exact value it rounds or truncates
+    to (``precision=2``: ``0.33`` for ``\\frac{1}{3}``); see :mod:`rlvr_gym.verifiers.math.exactness`.
     """
 
     def __init__(
@@ -39,6 +47,7 @@ class MathVerifier:
         strict: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
         memory_mb: int = DEFAULT_MEMORY_MB,
+        precision: int = MIN_PLACES,
     ) -> None:
         if not isinstance(answer_key, str) or not answer_key:
             raise InvalidArgument(f"answer_key must be a non-empty string, got {answer_key!r}")
@@ -49,6 +58,7 @@ class MathVerifier:
         self.strict = bool(strict)
         self.last_math_fallback = bool(last_math_fallback)
         self.timeout = float(timeout)
+        self.precision = check_precision(precision)
         self.memory_mb = memory_mb
         self._worker: Worker | None = None
         self.worker.spawn()  # a head start: sympy's import runs while the first answers are numbers
@@ -83,6 +93,9 @@ class MathVerifier:
             last_math_fallback=self.last_math_fallback,
             strict=self.strict,
         )
+        gold_text = reference_answer(str(gold))
+        if (answer is None or not answer.strip()) and not self.strict and _one_number(gold_text):
+            answer = final_number(completion)
         if answer is None or not answer.strip():
             return Verdict.fail(Reason.NO_ANSWER)
         if len(answer) > MAX_ANSWER_CHARS:
@@ -90,7 +103,7 @@ class MathVerifier:
                 Reason.BAD_FORMAT, answer[:80], why=f"answer longer than {MAX_ANSWER_CHARS} chars"
             )
         result = equivalence.check(
-            reference_answer(str(gold)), answer, timeout=self.timeout, worker=self.worker
+            gold_text, answer, timeout=self.timeout, worker=self.worker, precision=self.precision
         )
         if result.status == equivalence.EQUAL:
             return Verdict.correct(answer, path=result.path)
@@ -102,5 +115,11 @@ class MathVerifier:
         return (
             f"MathVerifier(answer_key={self.answer_key!r}, last_number_fallback={self.last_number_fallback}, "
             f"strict={self.strict}, "
-            f"timeout={self.timeout:g})"
+            f"timeout={self.timeout:g}, precision={self.precision})"
         )
+
+
+def _one_number(gold: str) -> bool:
+    """The gold is a single plain number (``1000.99``, ``1.000,99``, ``\\frac{3}{4}``)."""
+    norm = normalize(gold)
+    return fast_number(norm) is not None or decimal_comma(norm, lists=True) is not None
