@@ -303,6 +303,35 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("prose-number", "1000.99", "the number is not 1,000.99 which is 10€", F),
     ("prose-number", "1000.99", "the total is between 1,000 and 1,000.99", F),
     ("prose-number", "5", "we get 2 + 3 which is 5 or 6", F),
+    # ---- issue 24: answers copied from an escaped string (every command with a doubled backslash) -----
+    ("escaped", "x \\in [-2,7]", "$\\boxed{-2 \\\\le x \\\\le 7}$", T),
+    ("escaped", "(3, \\frac{\\pi}{2})", "$\\\\boxed{\\\\left( 3, \\\\frac{\\\\pi}{2} \\\\right)}$", T),
+    ("escaped", "\\frac{1}{2}", "\\boxed{\\\\frac{1}{2}}", T),
+    ("escaped", "\\frac{1}{2}", "\\boxed{\\\\frac{1}{3}}", F),
+    ("escaped", "x \\in [-2,7]", "$\\boxed{-2 \\\\le x \\\\lt 7}$", F),
+    ("escaped", "\\frac{1}{2}+\\sqrt{2}", "\\boxed{\\\\frac{1}{2}+\\sqrt{2}}", F),  # mixed: not unescaped
+    (
+        "escaped",
+        "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}",
+        "\\boxed{\\begin{pmatrix} 1 \\\\ 3 \\end{pmatrix}}",  # a real row break stays one
+        F,
+    ),
+    # ---- issue 24: a chat template's next-turn marker ends the completion ------------------------------
+    (
+        "turn-end",
+        "\\frac{2}{3}",
+        "So the answer is $\\boxed{\\frac{2}{3}}$. <|im_start|>user\nNow \\boxed{5}",
+        T,
+    ),
+    ("turn-end", "7", "Final Answer: The final answer is $7$. <|im_end|>\n<|im_start|>assistant\n#### 9", T),
+    ("turn-end", "1000.99", "the total is $1,000.99. <|eot_id|>", T),
+    ("turn-end", "5", "Let me think.<|im_start|>user\nThe answer is \\boxed{5}", F),
+    (
+        "turn-end",
+        "\\frac{2}{3}",
+        "So the answer is $\\boxed{\\frac{1}{3}}$. <|im_start|>user\n\\boxed{\\frac{2}{3}}",
+        F,
+    ),
     # ---- no committed answer --------------------------------------------------------------------
     ("none", "42", "Let me think. First we compute 6 * 7 = 42, and then we need to", F),
     ("none", "42", "The answer is the product of the two numbers, which we find by", F),

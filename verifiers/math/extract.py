@@ -40,6 +40,8 @@ _LEADING_VALUE = re.compile(
 )
 _WORD = re.compile(r"\b[A-Za-z]{2,}\b")
 _COMMAND = re.compile(r"\\[a-zA-Z]+")
+_END_TOKEN = re.compile(r"<\|(?:im_start|im_end|endoftext|end_of_text|eot_id|start_header_id)\|>")
+"""A chat template's turn marker: what follows it is a next turn the model made up, not its answer."""
 MAX_BARE_WORDS = 3
 """A one-line completion of three or more words is a sentence (often cut off), not an answer."""
 
@@ -195,7 +197,7 @@ def last_number(text: str) -> str | None:
 
 _FINAL_NUMBER = re.compile(
     r"(?:\b(?:is|are|was|were|equals|it['’]s|that['’]s)|:)\s+(?:equal\s+to\s+)?"
-    r"(?P<currency>[$€£]|\\\$)?\s?(?P<number>[-+]?\d(?:[\d.,]*\d)?)"
+    r"(?P<currency>[$€£]|\\\$)?\s?(?P<number>[-+]?\d(?:[\d.,]*\d)?(?:/\d+)?)"
     r"\s?(?P<unit>[$€£%]|[A-Za-zµ²³]{1,10}[23²³]?)?\s*[.!]?\s*",
     re.IGNORECASE,
 )
@@ -208,6 +210,12 @@ _UNCOMMITTED = re.compile(
 MAX_FINAL_SENTENCE = 200
 
 
+def own_turn(text: str) -> str:
+    """``text`` up to the first chat-template turn marker (``<|im_start|>user`` and what follows go)."""
+    end = _END_TOKEN.search(text)
+    return text[: end.start()] if end else text
+
+
 def final_number(text: str) -> str | None:
     """A number the text ends on, committed after "is"/"it's" (``which is 1,000.99€``), or ``None``.
 
@@ -217,7 +225,7 @@ def final_number(text: str) -> str | None:
     when the gold is one number and no other step found an answer. The unit or currency goes;
     a percent sign stays (``15%`` may be the fraction 0.15).
     """
-    line = text.rstrip()[-(MAX_FINAL_SENTENCE * 2) :].rpartition("\n")[2]
+    line = own_turn(text).rstrip()[-(MAX_FINAL_SENTENCE * 2) :].rpartition("\n")[2]
     sentence = re.split(r"(?<=[.!?])\s+", line)[-1]
     if len(sentence) > MAX_FINAL_SENTENCE or _UNCOMMITTED.search(sentence):
         return None
@@ -252,6 +260,7 @@ def extract_answer(
     math, then the last number), which a completion cut off mid-reasoning also "has";
     ``last_math_fallback`` adds only the last display or inline math (what Math-Verify reads).
     """
+    text = own_turn(text)
     steps = STRICT_STEPS if strict else STEPS
     if last_number_fallback and not strict:
         steps = (*steps, *FALLBACK_STEPS)

@@ -49,6 +49,8 @@ _THOUSANDS_MARK = re.compile(r"(?<=\d)(?:,\\!\s*|\{,\}\s*)(?=\d{3})")
 """``11,\\! 111`` and ``14{,}916``: a comma written as a thousands separator on purpose."""
 """``1 \\text{ and } 2``, ``(7,11) or (11,7)``: a list of answers (a hedge when gold has one)."""
 _PERCENT = re.compile(r"\\?%")
+_SINGLE_COMMAND = re.compile(r"(?<!\\)\\[a-zA-Z]")
+_DOUBLED_COMMAND = re.compile(r"\\\\(?=[a-zA-Z{}%$])")
 _CURRENCY = re.compile(r"\\\$|\$|€|£|\\euro")
 _UNIT_TAIL = re.compile(
     r"([+-]?[\d.,]*\d\.?)\s*(?:(?!pi\b|sqrt|e\b|i\b)[a-zA-Z][a-zA-Z .]*[a-zA-Z.]|\s(?:m|g|s|h|l|L))"
@@ -71,6 +73,19 @@ _SCIENTIFIC = re.compile(
 )
 _SLASH = re.compile(r"([+-]?\d+)/(\d+)")
 _TEX_FRAC = re.compile(r"([+-]?)\\frac\{([+-]?\d+)\}\{([+-]?\d+)\}")
+
+
+def unescape_once(text: str) -> str:
+    """``-2 \\\\le x \\\\le 7`` -> ``-2 \\le x \\le 7``: an answer copied from an escaped string.
+
+    Only when *every* command is written with a doubled backslash and none with a single one: a
+    real row break (``1 \\\\ 2``, ``\\\\ \\frac``) beside single-backslash commands stays as it is.
+    """
+    if "\\\\" not in text or _SINGLE_COMMAND.search(text.replace("\\\\", "  ")) is not None:
+        return text
+    if _DOUBLED_COMMAND.search(text) is None:
+        return text
+    return text.replace("\\\\", "\\")
 
 
 def _squeeze(match: re.Match[str]) -> str:
@@ -129,7 +144,7 @@ def normalize(answer: str) -> str:
     rewrites ``\\dfrac``/``\\tfrac`` to ``\\frac``, ``\\frac12`` to ``\\frac{1}{2}`` and mixed
     numbers (``1\\frac{4}{5}``, ``1 4/5``) to improper fractions.
     """
-    text = unicodedata.normalize("NFKC", answer)
+    text = unescape_once(unicodedata.normalize("NFKC", answer))
     for char, replacement in _UNICODE.items():
         if char in text:
             text = text.replace(char, replacement)
