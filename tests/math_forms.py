@@ -293,6 +293,8 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("prose-number", "1000.99", "so the number is 10 which is 1,000.99m²", T),
     ("prose-number", "2.74", "So the price is 2,74 €.", T),
     ("prose-number", "15\\%", "Hence the growth rate is 15%.", T),
+    ("prose-number", "\\frac{2}{3}", "Therefore, the probability that Alice wins the game is 2/3.", T),
+    ("prose-number", "\\frac{2}{3}", "Therefore, the probability that Alice wins the game is 2/5.", F),
     ("prose-number", "1000.99", "it is 10 or 1,000.99", F),
     ("prose-number", "1000.99", "the number is either 10 or it is 1,000.99", F),
     ("prose-number", "1000.99", "it is about 1,000.99", F),
