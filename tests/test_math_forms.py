@@ -383,3 +383,42 @@ def test_big_operators_too_large_are_refused_before_sympy(text: str) -> None:
     with pytest.raises(ParseError):
         parse(text)
     assert time.perf_counter() - started < 0.1
+
+
+def test_new_forms_never_reach_a_string_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24's forms (big operators, indexed names, intervals, solution sets) are built by named
+    constructors only: the worker-side comparison runs in-process with every string evaluator trapped."""
+    import builtins
+
+    from sympy.parsing import sympy_parser
+
+    from rlvr_gym.verifiers.math.normalize import normalize
+    from rlvr_gym.verifiers.math.symbolic import compare_symbolic
+
+    pairs = [(gold, extract_answer(completion) or "") for family, gold, completion, _ in CASES]
+    pairs = [(normalize(g), normalize(p)) for g, p in pairs if p and ("\\sum" in g + p or "\\int" in g + p)]
+    pairs += [
+        (normalize(g), normalize(p)) for family, g, p, _ in CASES if family in ("inequality", "solutions")
+    ]
+    for gold, pred in pairs:  # sympy's lazy imports sympify its own constants: let them happen first
+        compare_symbolic(gold, pred)
+    answers = {text for pair in pairs for text in pair if len(text) >= 3}
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"a string reached an evaluator: {args[:1]!r:.80}")
+
+    def trap(real):
+        def guarded(source, *args, **kwargs):
+            text = source.decode(errors="replace") if isinstance(source, bytes) else source
+            if isinstance(text, str) and any(answer in text for answer in answers):
+                forbidden(source)
+            return real(source, *args, **kwargs)
+
+        return guarded
+
+    monkeypatch.setattr(sympy_parser, "parse_expr", forbidden)
+    monkeypatch.setattr(builtins, "eval", trap(builtins.eval))
+    monkeypatch.setattr(builtins, "exec", trap(builtins.exec))
+    assert len(pairs) >= 20
+    for gold, pred in pairs:
+        compare_symbolic(gold, pred)
