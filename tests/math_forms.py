@@ -240,6 +240,10 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("bigop", "\\sum_{i=1}^{\\infty} \\frac{1}{i^2}", "\\boxed{\\sum_{k=1}^{\\infty}\\frac{1}{k^{3}}}", F),
     ("bigop", "x_1 + x_2", "\\boxed{x_2 + x_1}", T),
     ("bigop", "x_1 + x_2", "\\boxed{x_1 + x_3}", F),
+    ("bigop", "F_{n} + F_{n-1}", "\\boxed{F_{n-1} + F_n}", T),
+    ("bigop", "x_{10}", "\\boxed{0}", F),  # x_10 is x sub 10, not x_1 times 0
+    ("bigop", "x_{10} + 1", "\\boxed{1}", F),
+    ("bigop", "x_{ab}", "\\boxed{b x_a}", F),  # _ab: an ambiguous subscript, compared as text
     # ---- issue 24: inequalities as intervals, both ways --------------------------------------------
     ("inequality", "x \\in [-2,7]", "\\boxed{-2 \\le x \\le 7}", T),
     ("inequality", "-2 \\le x \\le 7", "\\boxed{x \\in [-2,7]}", T),

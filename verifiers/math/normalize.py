@@ -64,7 +64,8 @@ _FRAC_HALF = re.compile(r"\\frac\s*(\d)\s*\{|\\frac\s*(\{[^{}]*\})\s*(\d)")
 _SQRT_DIGIT = re.compile(r"\\sqrt\s*(\d)")
 _THOUSANDS = re.compile(r"[+-]?(?!0)\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _BASE_BRACES = re.compile(r"_\{(\w+)\}")
-_SPACE = re.compile(r"(\\[a-zA-Z]+)?\s+(?=([a-zA-Z])?)")
+_SPACE = re.compile(r"(\\[a-zA-Z]+)?(?<!_[a-zA-Z])\s+(?=([a-zA-Z])?)")
+"""Spaces go, but one after a one-letter subscript stays: ``F_k F_n`` is not ``F_{kF}``."""
 _HEDGE = re.compile(r"\bor\b|\beither\b", re.IGNORECASE)
 
 _DECIMAL = re.compile(r"([+-]?)(\d+\.?\d*|\.\d+)")

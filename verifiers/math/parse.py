@@ -71,7 +71,8 @@ class Matrix:
 
 
 _TOKEN = re.compile(
-    r"(?P<num>\d+(?:\.\d*)?|\.\d+)"
+    r"(?P<sub>_(?:\d+|[a-zA-Z](?![a-zA-Z0-9])))"
+    r"|(?P<num>\d+(?:\.\d*)?|\.\d+)"
     r"|(?P<cmd>\\(?:[a-zA-Z]+|[{}|\\]))"
     r"|(?P<letter>[a-zA-Z])"
     r"|(?P<op>\*\*|<=|>=|!=|[-+*/:^_=<>(),\[\]{}|!&])"
@@ -352,21 +353,31 @@ class _Parser:
     def parse_postfix(self) -> object:
         letter = self.kind() == "letter" or (self.kind() == "cmd" and (self.peek() or "")[1:] in _GREEK)
         value = self.parse_atom()
-        if letter and isinstance(value, sympy.Symbol) and self.peek() == "_":
-            self.take()  # x_1, F_{n-k-1}: an indexed name, a function of its index
-            self.enter()
-            index = self.parse_arg()
-            self.depth -= 1
-            value = sympy.Function(value.name)(index)
+        if letter and isinstance(value, sympy.Symbol) and (self.kind() == "sub" or self.peek() == "_"):
+            value = sympy.Function(value.name)(self.parse_index())  # x_1, F_{n-k-1}: a function of its index
         while self.peek() == "!":
             self.take()
             value = _scalar(value)
             if not (value.is_Integer and 0 <= int(value) <= MAX_FACTORIAL):
                 raise TooLarge(f"factorial of {value}")
             value = sympy.factorial(value)
-        if self.peek() == "_":
+        if self.peek() == "_" or self.kind() == "sub":
             raise ParseError("subscripts (bases, indices) are compared as text")
         return value
+
+    def parse_index(self) -> sympy.Expr:
+        """A subscript: ``_{n-k-1}``, a whole number (``_10``: normalising dropped its braces), or
+        one letter standing alone (``_k``). ``_ab`` (from ``_{ab}``) is ambiguous: refused."""
+        if self.kind() == "sub":
+            index = self.take()[1:]
+            return sympy.Integer(int(index)) if index.isdigit() else sympy.Symbol(index)
+        self.expect("_")
+        if self.peek() != "{":
+            raise ParseError("an ambiguous subscript (compared as text)")
+        self.enter()
+        index = _scalar(self.parse_group())
+        self.depth -= 1
+        return index
 
     def parse_group(self) -> object:
         self.expect("{")
@@ -466,11 +477,11 @@ class _Parser:
         if self.big_operators > MAX_BIG_OPERATORS:
             raise ParseError(f"more than {MAX_BIG_OPERATORS} big operators")
         self.enter()
-        self.expect("_")
         if operator == r"\int":
-            lo = self.parse_arg()
+            lo = self.parse_index() if self.kind() == "sub" else (self.expect("_") or self.parse_arg())
             var = None
         else:
+            self.expect("_")
             braced = self.accept("{") is not None
             var = self.take()
             if not re.fullmatch(r"[a-zA-Z]|\\[a-zA-Z]+", var) or var[1:] in _FUNCTIONS:
