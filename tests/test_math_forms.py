@@ -6,7 +6,7 @@ import time
 from fractions import Fraction
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from rlvr_gym.error import InvalidArgument
@@ -385,6 +385,7 @@ def test_big_operators_too_large_are_refused_before_sympy(text: str) -> None:
     assert time.perf_counter() - started < 0.1
 
 
+@pytest.mark.slow
 def test_new_forms_never_reach_a_string_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 24's forms (big operators, indexed names, intervals, solution sets) are built by named
     constructors only: the worker-side comparison runs in-process with every string evaluator trapped."""
@@ -422,3 +423,80 @@ def test_new_forms_never_reach_a_string_evaluator(monkeypatch: pytest.MonkeyPatc
     assert len(pairs) >= 20
     for gold, pred in pairs:
         compare_symbolic(gold, pred)
+
+
+# ---- issue 24: property checks of the new families (renderings pass, every near miss fails) -----------
+_LESS = {True: "<", False: "\\le"}
+_MORE = {True: ">", False: "\\ge"}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(-20, 20), st.integers(1, 20), st.booleans(), st.booleans())
+def test_inequality_interval_renderings(
+    verifier: MathVerifier, low: int, width: int, lo_open: bool, hi_open: bool
+) -> None:
+    """``x \\in [a,b)`` and ``a \\le x < b`` pass both ways; a flipped end or a moved bound never does."""
+    hi = low + width
+    interval = f"x \\in {'(' if lo_open else '['}{low}, {hi}{')' if hi_open else ']'}"
+    chain = f"{low} {_LESS[lo_open]} x {_LESS[hi_open]} {hi}"
+    assert verifier(f"\\boxed{{{chain}}}", {"answer": interval}).passed, (interval, chain)
+    assert verifier(f"\\boxed{{{interval}}}", {"answer": chain}).passed, (chain, interval)
+    misses = [
+        f"{low} {_LESS[not lo_open]} x {_LESS[hi_open]} {hi}",
+        f"{low} {_LESS[lo_open]} x {_LESS[not hi_open]} {hi}",
+        f"{low - 1} {_LESS[lo_open]} x {_LESS[hi_open]} {hi}",
+        f"{low} {_LESS[lo_open]} x {_LESS[hi_open]} {hi + 1}",
+        f"x {_MORE[lo_open]} {low}",
+        f"x {_LESS[hi_open]} {hi}",
+    ]
+    for miss in misses:
+        for gold in (interval, chain):
+            assert not verifier(f"\\boxed{{{miss}}}", {"answer": gold}).passed, (gold, miss)
+
+
+def _pairs(text: str) -> set[tuple[int, ...]]:
+    """The integer tuples of ``(a,b),(c,d)`` (test helper)."""
+    return {tuple(int(v) for v in pair.split(",")) for pair in text.strip("()").split("),(")}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.tuples(st.integers(-9, 9), st.integers(-9, 9)), min_size=2, max_size=4, unique=True),
+    st.randoms(use_true_random=False),
+)
+def test_labelled_solution_sets(verifier: MathVerifier, solutions: list[tuple[int, int]], rng) -> None:
+    """``p=..,q=..;p=..,q=..`` equals its tuples in any order; a missing, extra, changed or reversed one never."""
+    gold = ";".join(f"p={p},q={q}" for p, q in solutions)
+    shuffled = solutions[:]
+    rng.shuffle(shuffled)
+    tuples = ",".join(f"({p},{q})" for p, q in shuffled)
+    assert verifier(f"\\boxed{{{tuples}}}", {"answer": gold}).passed, (gold, tuples)
+    assert verifier(f"\\boxed{{(p,q)={tuples}}}", {"answer": gold}).passed, (gold, tuples)
+    first_p, first_q = shuffled[0]
+    misses = [
+        ",".join(f"({p},{q})" for p, q in shuffled[1:]),
+        ",".join(f"({p},{q})" for p, q in [(first_p + 1, first_q), *shuffled[1:]]),
+        tuples + ",(10,10)",
+        ",".join(f"({q},{p})" for p, q in shuffled),
+    ]
+    for miss in misses:
+        if _pairs(miss) != set(solutions):
+            assert not verifier(f"\\boxed{{{miss}}}", {"answer": gold}).passed, (gold, miss)
+
+
+@pytest.mark.slow
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 9), st.integers(-9, 9), st.integers(0, 3), st.sampled_from(["\\sum", "\\prod"]))
+def test_big_operator_renderings(verifier: MathVerifier, a: int, b: int, start: int, op: str) -> None:
+    """A sum or product with its body's terms swapped and its variable renamed passes; a changed
+    constant, coefficient or bound never does."""
+    assume(op == "\\sum" or b > 0)  # a product whose factor vanishes is 0 for every bound: equal
+    gold = f"{op}_{{i={start}}}^{{n}} ({a}i + {b})"
+    same = f"{op}_{{k={start}}}^{{n}} ({b} + {a}k)"
+    assert verifier(f"\\boxed{{{same}}}", {"answer": gold}).passed, (gold, same)
+    for miss in (
+        f"{op}_{{k={start}}}^{{n}} ({b + 1} + {a}k)",
+        f"{op}_{{k={start}}}^{{n+1}} ({b} + {a}k)",
+        f"{op}_{{k={start}}}^{{n}} ({b} + {a + 1}k)",
+    ):
+        assert not verifier(f"\\boxed{{{miss}}}", {"answer": gold}).passed, (gold, miss)
