@@ -265,6 +265,7 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("inequality", "(-\\infty,-2) \\cup (3,\\infty)", "\\boxed{x < -2 \\text{ or } x \\ge 3}", F),
     ("inequality", "(-\\infty,-2) \\cup (3,\\infty)", "\\boxed{x < -2}", F),
     ("inequality", "x \\geq 3", "\\boxed{y \\geq 3}", F),
+    ("inequality", "(-\\infty,2) \\cup (3,\\infty)", "\\boxed{x > 3 \\text{ or } y < 2}", F),  # two variables
     # ---- issue 24: labelled solution sets --------------------------------------------------------
     ("solutions", "p=5,q=2;p=7,q=2", "\\boxed{(5,2),(7,2)}", T),
     ("solutions", "p=5,q=2;p=7,q=2", "\\boxed{(7,2),(5,2)}", T),

@@ -128,21 +128,23 @@ def _constant(text: str) -> bool:
     return bool(text.strip()) and re.search(r"[A-Za-z]", _COMMANDS.sub("", text)) is None
 
 
-def _chain(text: str) -> str | None:
+def _chain(text: str) -> tuple[str, str] | None:
+    """``a < x \\le b`` -> ``("(a,b]", "x")``: the interval and its variable."""
     match = _CHAIN.fullmatch(text) or _CHAIN_DOWN.fullmatch(text)
     if match is None:
         return None
     left = "(" if match.group("a") in _STRICT else "["
     right = ")" if match.group("b") in _STRICT else "]"
-    return f"{left}{match.group('lo').strip()},{match.group('hi').strip()}{right}"
+    return f"{left}{match.group('lo').strip()},{match.group('hi').strip()}{right}", match.group("var")
 
 
 def interval_of_chain(text: str) -> str:
     """``-793 < a < 10`` -> ``(-793,10)`` and ``0<f(x)\\le 1`` -> ``(0,1]``: a range is an interval."""
-    return _chain(text) or text
+    chain = _chain(text)
+    return chain[0] if chain else text
 
 
-def _one_sided(text: str) -> str | None:
+def _one_sided(text: str) -> tuple[str, str] | None:
     """``x > 3`` -> ``(3,\\infty)``, ``3 \\ge x`` -> ``(-\\infty,3]``; a bound with a variable in it: None."""
     for pattern, flip in ((_VAR_FIRST, False), (_VALUE_FIRST, True)):
         match = pattern.fullmatch(text)
@@ -155,8 +157,8 @@ def _one_sided(text: str) -> str | None:
         value = match.group("value").strip()
         strict = op in _STRICT
         if above:
-            return f"{'(' if strict else '['}{value},\\infty)"
-        return f"(-\\infty,{value}{')' if strict else ']'}"
+            return f"{'(' if strict else '['}{value},\\infty)", match.group("var")
+        return f"(-\\infty,{value}{')' if strict else ']'}", match.group("var")
     return None
 
 
@@ -169,17 +171,21 @@ def looks_like_interval(text: str) -> bool:
 
 
 def intervals_of_bounds(text: str) -> str | None:
-    """Bounds and ranges (``x<-2,x>3``) as a union of intervals, or ``None`` when one is not a bound."""
+    """Bounds and ranges of one variable (``x<-2,x>3``) as a union of intervals, else ``None``.
+
+    ``x > 3, y < 2`` is a system in two variables, not a union: ``None``.
+    """
     items = split_top(text, ",")
     if len(items) > MAX_SOLUTIONS:
         return None
-    parts = []
+    parts, names = [], set()
     for item in items:
-        interval = _chain(item) or _one_sided(item)
-        if interval is None:
+        bound = _chain(item) or _one_sided(item)
+        if bound is None:
             return None
-        parts.append(interval)
-    return "\\cup".join(parts)
+        parts.append(bound[0])
+        names.add(bound[1])
+    return "\\cup".join(parts) if len(names) == 1 else None
 
 
 __all__ = [
