@@ -287,6 +287,8 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("or-list", "\\pm 1", "\\boxed{f(x)=1 \\text{ or } f(x)=-1}", T),
     ("or-list", "f(x)=1 \\text{ and } f(x)=-1", "\\boxed{\\pm 1}", T),
     ("or-list", "W(n) = 1 \\text{ and } W(n) = -1", "\\boxed{W(n)=-1 \\text{ or } W(n)=1}", T),
+    ("or-list", "f(x) = \\pm 1", "\\boxed{f(x)=1 \\text{ and } f(x)=-1}", T),
+    ("or-list", "f(x) = \\pm 1", "\\boxed{f(x)=1}", F),
     ("or-list", "1", "\\boxed{f(x)=1 \\text{ or } f(x)=-1}", F),
     ("or-list", "f(x)=1 \\text{ or } f(x)=-1", "\\boxed{1}", F),
     ("or-list", "f(x)=1 \\text{ or } f(x)=-1", "\\boxed{\\pm 2}", F),
