@@ -30,12 +30,23 @@ import logging
 from typing import Any
 
 from rlvr_gym.backends.engine.rewards import EnvRewards, RewardFunction
+from rlvr_gym.backends.tool_bridge import ToolEnvAdapter, environment_factory
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument, InvalidType
 
 logger = logging.getLogger("rlvr_gym.backends")
 
 LOCATOR_COLUMNS = ("task_env", "task_split", "task_index")
+
+__all__ = [
+    "LOCATOR_COLUMNS",
+    "ToolEnvAdapter",
+    "dataset",
+    "env_rewards",
+    "environment_factory",
+    "reward_funcs",
+    "reward_weights",
+]
 
 
 def dataset(

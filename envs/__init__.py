@@ -26,6 +26,7 @@ from rlvr_gym.envs.registration import (
     spec,
 )
 from rlvr_gym.envs.spaces import AnyText, ChatMessages
+from rlvr_gym.envs.tool_env import Final, MultiTurnEnv, parse_tool_calls, tool
 from rlvr_gym.envs.vector import make_vec
 
 # A change to an env's tasks or scoring registers a new -vN; `make("gsm8k")` means the latest.
@@ -34,6 +35,9 @@ register("gsm8k-v0", "rlvr_gym.envs.gsm8k:GSM8KEnv")
 register("math500-v0", "rlvr_gym.envs.math500:MATH500Env")
 register("humaneval-v0", "rlvr_gym.envs.humaneval:HumanEvalEnv")
 register("mbpp-v0", "rlvr_gym.envs.mbpp:MbppEnv")
+register("gsm8k-python-v0", "rlvr_gym.envs.python_tool_envs:GSM8KPythonEnv")
+register("math500-python-v0", "rlvr_gym.envs.python_tool_envs:MATH500PythonEnv")
+register("humaneval-feedback-v0", "rlvr_gym.envs.humaneval_feedback:HumanEvalFeedbackEnv")
 load_plugins()
 
 __all__ = [
@@ -46,7 +50,9 @@ __all__ = [
     "EnvCheckError",
     "EnvSpec",
     "EnvStateError",
+    "Final",
     "InvalidEnvIdError",
+    "MultiTurnEnv",
     "RegistryError",
     "SingleTurnEnv",
     "UnknownEnvError",
@@ -57,7 +63,9 @@ __all__ = [
     "load_plugins",
     "make",
     "make_vec",
+    "parse_tool_calls",
     "register",
     "registry",
     "spec",
+    "tool",
 ]

@@ -21,6 +21,7 @@ import gymnasium
 from gymnasium import spaces
 
 from rlvr_gym.envs.env import EnvStateError, SingleTurnEnv
+from rlvr_gym.envs.tool_env import MultiTurnEnv
 from rlvr_gym.error import Error, InvalidArgument
 from rlvr_gym.verifiers import Verdict, thaw
 
@@ -104,6 +105,37 @@ def check_step(env: SingleTurnEnv, n_tasks: int) -> None:
     if not isinstance(verdict, Verdict) or verdict.score != reward:
         raise EnvCheckError("step", "info['verdict'] must be the Verdict whose score is the reward")
     _expect_state_error(lambda: env.step("again"), "a second step()")
+
+
+def check_episode(env: SingleTurnEnv, n_tasks: int) -> None:
+    """Multi-turn envs (:class:`MultiTurnEnv`): a tool call is answered by a ``tool`` message and
+    the episode goes on (reward 0.0, neither terminated nor truncated); ``max_turns`` tool calls
+    end it ``truncated`` with a verdict that does not pass; a step after the end is refused;
+    the info records every turn. Single-turn envs pass trivially."""
+    if not isinstance(env, MultiTurnEnv):
+        return
+    env.reset(seed=0)
+    name = env.tool_names()[0] if env.tool_names() else "no_such_tool"
+    for turn in range(1, env.max_turns + 1):
+        obs, reward, terminated, truncated, info = env.step(env.tool_call("no_such_tool"))
+        if not env.observation_space.contains(obs) or obs[-1].get("role") != "tool":
+            raise EnvCheckError("episode", f"a tool call (turn {turn}) was not answered by a tool message")
+        if (
+            not isinstance(reward, float)
+            or terminated
+            or info.get("turn") != turn
+            or len(info["turns"]) != turn
+        ):
+            raise EnvCheckError("episode", f"turn {turn}: got reward={reward!r}, terminated={terminated!r}")
+        if truncated is not (turn == env.max_turns):
+            raise EnvCheckError(
+                "episode",
+                f"turn {turn} of {env.max_turns}: truncated={truncated!r} (only the last turn truncates)",
+            )
+    verdict = info.get("verdict")
+    if not isinstance(verdict, Verdict) or verdict.passed or reward != verdict.score or reward >= 1.0:
+        raise EnvCheckError("episode", f"running out of turns must not pass; got {verdict}")
+    _expect_state_error(lambda: env.step("again"), f"a step after the episode ended (tool {name})")
 
 
 def check_oracle(env: SingleTurnEnv, n_tasks: int) -> None:
@@ -250,6 +282,7 @@ CHECKS: tuple[Callable[[SingleTurnEnv, int], None], ...] = (
     check_reset,
     check_determinism,
     check_step,
+    check_episode,
     check_verify_pure,
     check_oracle,
     check_wrong_answers,

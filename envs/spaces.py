@@ -15,6 +15,8 @@ from gymnasium import spaces
 from rlvr_gym.error import InvalidArgument
 
 ROLES = ("system", "user", "assistant")
+TOOL_ROLES = (*ROLES, "tool")
+"""Roles of a tool-use conversation (:class:`envs.tool_env.MultiTurnEnv`)."""
 _SAMPLE_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789 +-*/=.,?<>\n"
 
 
@@ -47,10 +49,17 @@ class AnyText(spaces.Space[str]):
 
 
 class ChatMessages(spaces.Space[list]):
-    """A non-empty list of ``{"role": ..., "content": str}`` messages, as chat templates take."""
+    """A non-empty list of ``{"role": ..., "content": str}`` messages, as chat templates take.
 
-    def __init__(self, max_length: int | None = None, seed: int | None = None) -> None:
+    ``tools=True`` also admits ``tool`` messages (and ``tool_calls`` on assistant messages).
+    """
+
+    def __init__(
+        self, max_length: int | None = None, seed: int | None = None, *, tools: bool = False
+    ) -> None:
         self.text = AnyText(max_length)
+        self.tools = tools
+        self.roles = TOOL_ROLES if tools else ROLES
         super().__init__(shape=None, dtype=None, seed=seed)
 
     @property
@@ -66,13 +75,15 @@ class ChatMessages(spaces.Space[list]):
             and not isinstance(x, str)
             and len(x) > 0
             and all(
-                isinstance(m, Mapping) and m.get("role") in ROLES and self.text.contains(m.get("content"))
+                isinstance(m, Mapping)
+                and m.get("role") in self.roles
+                and self.text.contains(m.get("content"))
                 for m in x
             )
         )
 
     def __repr__(self) -> str:
-        return f"ChatMessages(max_length={self.text.max_length})"
+        return f"ChatMessages(max_length={self.text.max_length}, tools={self.tools})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ChatMessages) and other.text == self.text
+        return isinstance(other, ChatMessages) and other.text == self.text and other.tools == self.tools

@@ -8,6 +8,7 @@ Hugging Face model path or hub id can be used in its place.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -24,6 +25,20 @@ ANSWER_TAGS = ("<answer>", "</answer>")
 env's reference answers use the tag, so no reward or gradient goes to tokens after the answer."""
 
 
+TOOL_SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+TOOL_TAGS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>")
+"""Tool-call mode (``tools=True``): Qwen2.5's chat template, which TRL knows how to parse tool
+calls from (``<tool_call>{json}</tool_call>``), with its tags as whole, decoded tokens."""
+
+
+def tool_chat_template() -> str:
+    """Qwen2.5's chat template as TRL ships it: it renders tool schemas, ``tool_calls`` and
+    ``tool`` messages, and TRL's ``add_response_schema`` recognises it for parsing."""
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    return qwen2_5_chat_template
+
+
 def env_corpus(env: SingleTurnEnv, tasks: int = 2000) -> Iterator[str]:
     """Questions, system prompt and reference answers of ``env`` (the tokenizer's training text)."""
     if env.system_prompt:
@@ -37,9 +52,12 @@ def env_corpus(env: SingleTurnEnv, tasks: int = 2000) -> Iterator[str]:
         yield reference
 
 
-def build_tokenizer(texts: Iterable[str], vocab_size: int = 512, extra_tokens: Iterable[str] = ()):
+def build_tokenizer(
+    texts: Iterable[str], vocab_size: int = 512, extra_tokens: Iterable[str] = (), *, tools: bool = False
+):
     """A byte-level BPE ``PreTrainedTokenizerFast`` with pad/eos tokens, a chat template and
-    ``extra_tokens`` as whole (non-special, so decoded) tokens."""
+    ``extra_tokens`` as whole (non-special, so decoded) tokens. ``tools=True``: Qwen2.5's
+    special tokens and tool-calling template (see :data:`TOOL_TAGS`)."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -48,16 +66,18 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int = 512, extra_tokens: I
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=TOOL_SPECIAL_TOKENS if tools else SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     core.train_from_iterator(texts, trainer=trainer)
-    core.add_tokens([AddedToken(token, special=False, normalized=False) for token in extra_tokens])
+    extra = [*extra_tokens, *(TOOL_TAGS if tools else ())]
+    core.add_tokens([AddedToken(token, special=False, normalized=False) for token in extra])
+    pad, eos = ("<|endoftext|>", "<|im_end|>") if tools else ("<|pad|>", "<|end|>")
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token="<|pad|>", eos_token="<|end|>", bos_token=None, unk_token=None
+        tokenizer_object=core, pad_token=pad, eos_token=eos, bos_token=None, unk_token=None
     )
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = tool_chat_template() if tools else CHAT_TEMPLATE
     return tokenizer
 
 
@@ -70,8 +90,13 @@ def build_tiny_model(
     num_layers: int = 2,
     num_heads: int = 4,
     seed: int = 0,
+    tools: bool = False,
 ) -> Path:
-    """Write a tiny Qwen2-architecture model, its tokenizer trained on ``env``'s text, to ``out_dir``."""
+    """Write a tiny Qwen2-architecture model, its tokenizer trained on ``env``'s text, to ``out_dir``.
+
+    ``tools=True`` gives the tokenizer a chat template that can express tool calls (for
+    ``environment_factory`` training) and trains it on the env's tool schemas too.
+    """
     import torch
     from transformers import AutoModelForCausalLM, Qwen2Config
 
@@ -80,7 +105,9 @@ def build_tiny_model(
     out = Path(out_dir)
     corpus = list(env_corpus(env))
     tags = ANSWER_TAGS if any(ANSWER_TAGS[1] in text for text in corpus[1:]) else ()
-    tokenizer = build_tokenizer(corpus, vocab_size=vocab_size, extra_tokens=tags)
+    if tools:
+        corpus += [json.dumps(schema) for schema in getattr(env, "tool_schemas", list)()]
+    tokenizer = build_tokenizer(corpus, vocab_size=vocab_size, extra_tokens=tags, tools=tools)
     config = Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,

@@ -14,8 +14,10 @@ Hence:
 
 Test kinds (``task["tests"]``): ``assert`` (test code run against the submission's names, e.g.
 HumanEval's ``check(candidate)``; ``setup`` is trusted code from the task such as the prompt's
-helper functions), ``calls`` (function name, args, expected value per case) and ``stdio`` (stdin,
-expected stdout per case; the program runs once per case).
+helper functions), ``calls`` (function name, args, expected value per case), ``stdio`` (stdin,
+expected stdout per case; the program runs once per case) and ``run`` (one case, a stdin; nothing
+is compared: the capped stdout and how the program ended come back as ``output`` — the
+``run_python`` tool of :mod:`verifiers.code.tool`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any
 from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers.code.codec import ChannelClosed, CodecError, FrameReader, dumps, encode_value
 
-KINDS = ("assert", "calls", "stdio")
+KINDS = ("assert", "calls", "stdio", "run")
 FLOAT_REL_TOL = 1e-6
 REASON_CHARS = 160
 MAX_AHEAD = 256
@@ -76,6 +78,7 @@ class Outcome:
     timed_out: bool = False
     load_error: str | None = None
     failures: list[str] = field(default_factory=list)
+    output: str | None = None  # the ``run`` kind only: what the program printed (capped)
 
     def fail(self, message: str) -> None:
         if len(self.failures) < 3:
@@ -89,6 +92,7 @@ class Outcome:
             "timed_out": self.timed_out,
             "load_error": self.load_error,
             "failures": list(self.failures),
+            **({"output": self.output} if self.output is not None else {}),
         }
 
 
@@ -315,7 +319,17 @@ def _run_stdio(spec: Mapping[str, Any], session: Session, outcome: Outcome) -> N
             outcome.fail(f"case {index}: wrong output {stdout[:100]!r}")
 
 
-_RUNNERS = {"assert": _run_asserts, "calls": _run_calls, "stdio": _run_stdio}
+def _run_program(spec: Mapping[str, Any], session: Session, outcome: Outcome) -> None:
+    """``run``: execute once on the case's stdin and keep the output; it "passes" if it ended cleanly."""
+    stdout, error = session.run_main(spec["cases"][0].get("stdin", ""))
+    outcome.output = stdout
+    if error is None:
+        outcome.passed += 1
+    else:
+        outcome.fail(error)
+
+
+_RUNNERS = {"assert": _run_asserts, "calls": _run_calls, "stdio": _run_stdio, "run": _run_program}
 
 
 # ----- answers ahead ---------------------------------------------------------------------------------
@@ -374,7 +388,7 @@ def plan_ahead(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
         if spec["kind"] == "calls":
             for case in spec["cases"]:
                 planned.append(call_request(spec["fn"], case.get("args", ()), case.get("kwargs", {})))
-        elif spec["kind"] == "stdio":
+        elif spec["kind"] in ("stdio", "run"):
             planned = [{"op": "main", "stdin": case.get("stdin", "")} for case in spec["cases"]]
         elif isinstance(spec.get("entry_point"), str):
             for case in spec["cases"]:
@@ -396,6 +410,10 @@ def validate_tests(spec: object) -> Mapping[str, Any]:
         raise InvalidTests("'calls' tests need the function name in 'fn'")
     if spec["kind"] == "assert" and not all(isinstance(c, str) for c in cases):
         raise InvalidTests("'assert' cases must be test code strings")
+    if spec["kind"] == "run" and (
+        len(cases) != 1 or not isinstance(cases[0], Mapping) or not isinstance(cases[0].get("stdin", ""), str)
+    ):
+        raise InvalidTests("'run' tests take exactly one case, a mapping with an optional 'stdin' string")
     if spec["kind"] == "stdio" and not all(
         isinstance(c, Mapping) and isinstance(c.get("stdout"), str) for c in cases
     ):
@@ -405,7 +423,7 @@ def validate_tests(spec: object) -> Mapping[str, Any]:
 
 def mode_of(spec: Mapping[str, Any]) -> str:
     """``script`` programs run once per case on stdin; ``module`` programs load once."""
-    return "script" if spec["kind"] == "stdio" else "module"
+    return "script" if spec["kind"] in ("stdio", "run") else "module"
 
 
 _ALARM_SET = False
