@@ -105,15 +105,23 @@ def env_rewards(
     return EnvRewards(env, num_generations=num_generations, timeout_s=timeout_s, env_label=env.id, **rollouts)
 
 
-def reward_funcs(env: SingleTurnEnv, *, timeout_s: float = 60.0) -> list[RewardFunction]:
+def reward_funcs(
+    env: SingleTurnEnv, *, timeout_s: float = 60.0, asynchronous: bool = False
+) -> list[RewardFunction]:
     """One TRL reward function per rubric component, in rubric order, for ``GRPOTrainer(reward_funcs=...)``.
 
     Each returns the component's score per completion, or ``None`` where the verifier erred or
     the batch overran ``timeout_s``; accuracy, reason shares, verifier errors and advantage
     statistics go to TRL's logs through its ``log_metric`` hook. Pass :func:`reward_weights` as
     ``GRPOConfig(reward_weights=...)`` so the weighted sum is the env's score.
+
+    ``asynchronous=True`` returns coroutine functions: TRL runs them concurrently with your
+    other async reward functions (an LLM judge, a remote scorer) on its event loop, so a code
+    env's sandbox batch no longer holds up the rest. ``trainer_state`` reaches an env that
+    schedules difficulty (``env.schedule(state)``, e.g. arith's ``curriculum``) either way.
     """
-    return env_rewards(env, timeout_s=timeout_s).functions()
+    rewards = env_rewards(env, timeout_s=timeout_s)
+    return rewards.async_functions() if asynchronous else rewards.functions()
 
 
 def reward_weights(env: SingleTurnEnv) -> list[float]:

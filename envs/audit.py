@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.envs.tool_audit import TOOL_FAMILIES, episodes, score_episodes
+from rlvr_gym.envs.tool_env import MultiTurnEnv
 from rlvr_gym.error import Error, InvalidArgument, InvalidType
 from rlvr_gym.verifiers import Task, Verdict
 from rlvr_gym.verifiers.audit import (
@@ -169,14 +171,23 @@ def audit(
     tasks = env.tasks(split)
     indices = _sample(len(tasks), n_tasks, seed)
     rows: list[tuple[int, Exploit, Task]] = []
+    families = None if families is None else list(families)
+    completion_families = None if families is None else [f for f in families if f not in TOOL_FAMILIES]
     for index, subject in zip(indices, _subjects(env, tasks, indices), strict=True):
-        exploits = exploits_for(subject, families, fast=fast)
+        exploits = exploits_for(subject, completion_families, fast=fast)
         if index != indices[0]:  # the time-limit exploit costs a full limit: one task is proof enough
             exploits = [e for e in exploits if e.name != "sleep_past_limit"]
         rows += [(index, e, subject.task) for e in exploits]
     scored = _score(env, [e.completion for _, e, _ in rows], [t for _, _, t in rows])
+    played: list[tuple[int, Exploit, Verdict, float]] = []
+    if isinstance(env, MultiTurnEnv):  # tool envs: scripted episodes through step()
+        subjects = _subjects(env, tasks, indices)
+        episodes_ = [
+            (i, e, a) for i, s in zip(indices, subjects, strict=True) for e, a in episodes(env, s, families)
+        ]
+        played = score_episodes(env, split, episodes_)
     results = summarize(
-        [(i, e, v, s) for (i, e, _), (v, s) in zip(rows, scored, strict=True)], threshold=threshold
+        [(i, e, v, s) for (i, e, _), (v, s) in zip(rows, scored, strict=True)] + played, threshold=threshold
     )
     return AuditReport(
         env=env.id,

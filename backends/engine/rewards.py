@@ -12,6 +12,7 @@ behind it. A hang costs one budget once, not every later batch.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import json
 import logging
@@ -94,6 +95,8 @@ class EnvRewards:
         self.verify_seconds = 0.0
         self._batch: tuple[Sequence[Any], list[Verdict] | None] | None = None
         self.totals: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._pending: tuple[Sequence[Any], Any] | None = None
 
     @staticmethod
     def weights_of(env: SingleTurnEnv) -> dict[str, float]:
@@ -112,6 +115,33 @@ class EnvRewards:
     def functions(self) -> list[RewardFunction]:
         """One TRL-style reward function per component (``__name__`` is the component name)."""
         return [self._component(name) for name in self.names]
+
+    def async_functions(self) -> list[RewardFunction]:
+        """The same functions as coroutines: TRL awaits async reward functions together, so the
+        batch's verification (a code env's sandbox runs) overlaps every other async reward
+        function instead of blocking the trainer's thread; the batch is still verified once."""
+        return [self._async_component(name) for name in self.names]
+
+    def _async_component(self, name: str) -> RewardFunction:
+        sync = self._component(name)
+
+        async def reward(
+            prompts: list, completions: list, task_split: list, task_index: list, **kwargs: Any
+        ) -> list:
+            with self._lock:
+                pending = (
+                    self._pending if self._pending is not None and self._pending[0] is completions else None
+                )
+                if pending is None:
+                    future = asyncio.get_running_loop().run_in_executor(
+                        None, self.verdicts, completions, task_split, task_index, kwargs.get("log_metric")
+                    )
+                    self._pending = pending = (completions, future)
+            await asyncio.shield(pending[1])
+            return sync(prompts, completions, task_split, task_index, **kwargs)  # reads the cached batch
+
+        reward.__name__ = name
+        return reward
 
     def _component(self, name: str) -> RewardFunction:
         def reward(
