@@ -128,7 +128,7 @@ class HumanEvalFeedbackEnv(MultiTurnEnv, HumanEvalEnv):
         self.note(submission=True, reason=verdict.reason.value, score=verdict.score)
         if verdict.reason is Reason.ERROR:
             self.note(infra_error=str(verdict.details.get("error", "verifier error")))
-        if verdict.passed or len(self._turns) + 1 >= self.max_turns:
+        if verdict.passed:
             return Final(verdict, feedback(verdict, task))
         return feedback(verdict, task)
 

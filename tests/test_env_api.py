@@ -22,7 +22,7 @@ Capitals = _authoring_example()
 
 def test_a_minimal_authored_env_passes_the_checker():
     assert envs.CHECK_NAMES == (
-        "spaces", "reset", "determinism", "step", "verify_pure", "oracle", "wrong_answers",
+        "spaces", "reset", "determinism", "step", "episode", "verify_pure", "oracle", "wrong_answers",
         "spec", "instances", "pickle", "close",
     )  # fmt: skip
     # built by hand (no spec): the rules that rebuild the env from its spec are not run

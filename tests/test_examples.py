@@ -16,7 +16,7 @@ def test_author_env_registers_checks_and_scores(capsys):
     assert author_env.main(["--size", "12"]) == 0
     out = capsys.readouterr().out
     assert (
-        "check_env(examples/vowels-v0): spaces, reset, determinism, step, verify_pure, oracle, wrong_answers, spec, instances, pickle, close"
+        "check_env(examples/vowels-v0): spaces, reset, determinism, step, episode, verify_pure, oracle, wrong_answers, spec, instances, pickle, close"
         in out
     )
     assert "reward 1.00 (correct)" in out and "reward 0.00 (wrong_answer)" in out

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import Error, InvalidArgument
 from rlvr_gym.verifiers.code.pool import SandboxPool, default_pool
 from rlvr_gym.verifiers.code.sandbox import Limits
 
@@ -109,7 +109,11 @@ class PythonTool:
                 continue
             jobs.append(self.job(code, stdin))
             where.append(index)
-        for index, outcome in zip(where, self.pool.run(jobs), strict=True):
+        try:
+            outcomes = self.pool.run(jobs)
+        except Error as exc:  # a closed or broken pool is our failure, reported per call
+            outcomes = [{"status": "error", "errors": [f"{type(exc).__name__}: {exc}"]}] * len(jobs)
+        for index, outcome in zip(where, outcomes, strict=True):
             results[index] = self.result_of(outcome)
         return [r for r in results if r is not None]
 
