@@ -27,6 +27,7 @@ completion with the wrong answer key (each process's env poses the same tasks â€
 from __future__ import annotations
 
 import logging
+import random
 from typing import Any
 
 from rlvr_gym.backends.engine.rewards import EnvRewards, RewardFunction
@@ -41,6 +42,7 @@ LOCATOR_COLUMNS = ("task_env", "task_split", "task_index")
 __all__ = [
     "LOCATOR_COLUMNS",
     "ToolEnvAdapter",
+    "curriculum_dataset",
     "dataset",
     "env_rewards",
     "environment_factory",
@@ -91,6 +93,40 @@ def dataset(
     if not rows:
         raise InvalidArgument(f"no {split} prompt fits max_prompt_length={max_prompt_length}")
     return Dataset.from_list(rows)
+
+
+def curriculum_dataset(env: SingleTurnEnv, *, seed: int = 0):
+    """An endless ``datasets.IterableDataset`` of train prompts from the env's *current*
+    curriculum stage (``env.stage_indices()``), for an env that schedules difficulty.
+
+    The reward functions move the env through its stages from TRL's ``trainer_state``; rows
+    drawn after that come from the new stage (TRL draws a generation batch ahead, so a change
+    shows a batch or two later). Needs ``GRPOConfig(max_steps=..., shuffle_dataset=False)``: TRL's
+    buffered shuffle of an iterable dataset would draw 1,000 rows ahead, all from the first stage.
+    Columns as :func:`dataset`.
+    """
+    if not callable(getattr(env, "stage_indices", None)):
+        raise InvalidType(f"{type(env).__name__} has no curriculum (stage_indices); use dataset()")
+    from datasets import IterableDataset
+
+    def rows():
+        rng = random.Random(f"rlvr-gym/curriculum/{seed}")
+        tasks, label = env.tasks("train"), env.id
+        while True:
+            indices = env.stage_indices()
+            index = indices[rng.randrange(len(indices))]
+            task = tasks[index]
+            extras = {f"task_{k}": v for k, v in task.items() if isinstance(v, str | int | float | bool)}
+            extras = {k: v for k, v in extras.items() if k not in LOCATOR_COLUMNS}
+            yield {
+                "prompt": env.prompt(task),
+                "task_env": label,
+                "task_split": "train",
+                "task_index": index,
+                **extras,
+            }
+
+    return IterableDataset.from_generator(rows)
 
 
 def env_rewards(

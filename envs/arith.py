@@ -2,12 +2,19 @@
 
 Every task is a pure function of ``(seed, split, index)``: no files, no hub, no global RNG, so
 the env doubles as the demo and the test env. Knobs set the difficulty.
+
+Curriculum: ``curriculum=[(0, {"num_steps": 1}), (200, {"num_steps": 2}), (500, {"num_steps": 3,
+"max_operand": 50})]`` makes the train split one block of ``train_size`` tasks per stage (a
+task's index fixes its difficulty), and ``env.schedule(trainer_state)`` — called by the reward
+functions with TRL's ``trainer_state`` — moves to the stage for the current step;
+:func:`rlvr_gym.backends.trl_adapter.curriculum_dataset` draws prompts from that stage's block.
+The test split is at the last stage's difficulty.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
 from rlvr_gym.envs.env import SingleTurnEnv
@@ -85,10 +92,16 @@ def generate_task(
 
 
 class ArithTasks(Sequence[dict[str, Any]]):
-    """A lazy, indexable sequence of generated tasks (nothing is stored)."""
+    """A lazy, indexable sequence of generated tasks (nothing is stored).
 
-    def __init__(self, size: int, **params: Any) -> None:
-        self.size, self.params = size, params
+    ``stages``: parameter overrides per curriculum stage; the sequence is then ``size`` tasks of
+    each stage in turn (index ``i`` is stage ``i // size``), so a task's index fixes its
+    difficulty forever and rewards find it whatever stage training is in.
+    """
+
+    def __init__(self, size: int, stages: Sequence[Mapping[str, Any]] = ({},), **params: Any) -> None:
+        self.stage_size, self.stages, self.params = size, list(stages), params
+        self.size = size * len(self.stages)
 
     def __len__(self) -> int:
         return self.size
@@ -104,7 +117,8 @@ class ArithTasks(Sequence[dict[str, Any]]):
             index += self.size
         if not 0 <= index < self.size:
             raise OutOfRange(f"task index {index} out of range ({self.size} tasks)")
-        return generate_task(index=index, **self.params)
+        stage = self.stages[index // self.stage_size]
+        return generate_task(index=index, **{**self.params, **stage})
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return (self[i] for i in range(self.size))
@@ -127,6 +141,7 @@ class ArithEnv(SingleTurnEnv):
         train_size: int = 10_000,
         test_size: int = 500,
         proximity_weight: float = 0.5,
+        curriculum: Sequence[tuple[int, Mapping[str, Any]]] | None = None,
         **env_options: Any,
     ) -> None:
         super().__init__(**env_options)
@@ -153,6 +168,8 @@ class ArithEnv(SingleTurnEnv):
             "word_problems": bool(word_problems),
         }
         self.sizes = {"train": train_size, "test": test_size}
+        self.curriculum = _curriculum(curriculum, self.params)
+        self.stage = 0
         self.rubric = Rubric(
             {
                 "correct": NumberMatch("answer"),  # refuses hedges itself
@@ -162,7 +179,31 @@ class ArithEnv(SingleTurnEnv):
         )
 
     def load_tasks(self, split: str) -> Sequence[Task]:
-        return ArithTasks(self.sizes[split], split=split, **self.params)
+        """Train: ``train_size`` tasks per curriculum stage, in stage order. Test: ``test_size``
+        tasks at the last stage's difficulty (what the curriculum trains towards)."""
+        stages = [overrides for _, overrides in self.curriculum] or [{}]
+        if split == "test":
+            return ArithTasks(self.sizes[split], split=split, **{**self.params, **stages[-1]})
+        return ArithTasks(self.sizes[split], stages, split=split, **self.params)
+
+    # ----- curriculum ----------------------------------------------------------------------------
+    def schedule(self, progress: Any) -> int:
+        """Move to the curriculum stage for ``progress``: a training step, or TRL's
+        ``trainer_state`` (its ``global_step``), as reward functions receive it. Returns the stage.
+
+        Without a curriculum there is one stage, 0.
+        """
+        step = getattr(progress, "global_step", progress)
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise InvalidArgument(f"schedule() needs a step >= 0 or a trainer state, got {progress!r}")
+        self.stage = max((k for k, (start, _) in enumerate(self.curriculum) if start <= step), default=0)
+        return self.stage
+
+    def stage_indices(self, stage: int | None = None) -> range:
+        """The train indices of ``stage`` (default: the current one) — where a sampler draws from."""
+        stage = self.stage if stage is None else stage
+        size = self.sizes["train"]
+        return range(stage * size, (stage + 1) * size)
 
     def question(self, task: Task) -> str:
         return task["question"]
@@ -178,3 +219,41 @@ class ArithEnv(SingleTurnEnv):
             f"{task['working']}\n<answer>{near_miss}</answer>",
             f"<answer>{task['answer']} or {near_miss}</answer>",
         ]
+
+
+CURRICULUM_KEYS = frozenset({"num_steps", "max_operand", "operations"})
+
+
+def _curriculum(
+    curriculum: Sequence[tuple[int, Mapping[str, Any]]] | None, base: Mapping[str, Any]
+) -> list[tuple[int, dict[str, Any]]]:
+    """Validated ``[(start_step, overrides), ...]``: starts strictly increasing from 0, overrides
+    of ``num_steps``, ``max_operand`` and ``operations`` only (the knobs that set difficulty)."""
+    if curriculum is None:
+        return []
+    stages, last = [], -1
+    for entry in curriculum:
+        if not (isinstance(entry, tuple | list) and len(entry) == 2 and isinstance(entry[1], Mapping)):
+            raise InvalidArgument(f"curriculum entries are (start_step, {{knob: value}}), got {entry!r}")
+        start, overrides = entry
+        if isinstance(start, bool) or not isinstance(start, int) or start <= last:
+            raise InvalidArgument(f"curriculum start steps must be integers increasing from 0, got {start!r}")
+        unknown = set(overrides) - CURRICULUM_KEYS
+        if unknown:
+            raise InvalidArgument(f"curriculum knobs are {sorted(CURRICULUM_KEYS)}, got {sorted(unknown)}")
+        merged = {**base, **overrides}
+        for name in ("num_steps", "max_operand"):
+            value = merged[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgument(f"curriculum {name} must be an integer >= 1, got {value!r}")
+        if (
+            not isinstance(merged["operations"], str)
+            or not merged["operations"]
+            or set(merged["operations"]) - set(OPERATIONS)
+        ):
+            raise InvalidArgument(f"curriculum operations must be a non-empty string of {OPERATIONS!r}")
+        stages.append((start, dict(overrides)))
+        last = start
+    if stages and stages[0][0] != 0:
+        raise InvalidArgument("the curriculum's first stage must start at step 0")
+    return stages

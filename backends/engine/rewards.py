@@ -148,6 +148,7 @@ class EnvRewards:
             prompts: list, completions: list, task_split: list, task_index: list, **kwargs: Any
         ) -> list:
             self._check_env_column(kwargs.get("task_env"))
+            self._schedule(kwargs.get("trainer_state"))
             verdicts = self.verdicts(completions, task_split, task_index, kwargs.get("log_metric"))
             self._log_rollouts(
                 kwargs.get("trainer_state"), prompts, completions, task_split, task_index, verdicts
@@ -158,6 +159,13 @@ class EnvRewards:
 
         reward.__name__ = name
         return reward
+
+    def _schedule(self, state: Any) -> None:
+        """Tell an env that schedules difficulty (``env.schedule(trainer_state)``, e.g. arith's
+        curriculum) where training is; envs without one ignore it."""
+        schedule = getattr(self.env, "schedule", None)
+        if state is not None and callable(schedule):
+            schedule(state)
 
     def _check_env_column(self, labels: Sequence[str] | None) -> None:
         """Refuse rows built from another env (or version): their indices point at other tasks."""
