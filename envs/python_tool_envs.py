@@ -19,8 +19,8 @@ from rlvr_gym.verifiers.math import MathVerifier
 
 TOOL_PROMPT = (
     "Solve the problem. You may call the run_python tool to compute: it runs a short Python "
-    "program (standard library math modules only, no files or network) and returns what it "
-    "printed; each call starts fresh. When you are done, call submit_answer with the final answer "
+    "program (a few standard-library modules such as math, fractions and itertools; no "
+    "files or network) and returns what it printed; each call starts fresh. When you are done, call submit_answer with the final answer "
     "alone, or reply with the final answer inside <answer></answer>."
 )
 

@@ -23,6 +23,7 @@ against a task, so a tool env also trains and evaluates single-step.
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -239,11 +240,16 @@ class MultiTurnEnv(SingleTurnEnv):
 
     def _invoke(self, call: ToolCall, record: dict[str, Any]) -> Final | str:
         method = getattr(self, call.name)
+        try:
+            inspect.signature(method).bind(**call.arguments)
+        except TypeError as exc:  # wrong or missing arguments: the model's mistake, told to it
+            return f"error: bad arguments for {call.name}: {str(exc)[:200]}"
         self._record = record
         try:
             return method(**call.arguments)
-        except TypeError as exc:  # wrong or missing arguments: the model's mistake, told to it
-            return f"error: bad arguments for {call.name}: {str(exc)[:200]}"
+        except Exception as exc:  # noqa: BLE001 - a tool bug is ours: the episode goes unscored
+            self.note(infra_error=f"{call.name}: {type(exc).__name__}: {exc}")
+            return f"error: the {call.name} tool failed (not your fault)"
         finally:
             self._record = {}
 

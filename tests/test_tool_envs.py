@@ -382,3 +382,24 @@ def test_tool_env_observations_fit_the_chat_template_with_tools(gsm8k):
     assert '"name": "run_python"' in text and "<tool_response>\n2\n\n</tool_response>" in text
     call = text.split("<|im_start|>assistant\n<tool_call>\n")[1].split("\n</tool_call>")[0]
     assert json.loads(call) == {"name": "run_python", "arguments": {"code": "print(2)"}}
+
+
+def test_a_tool_that_crashes_is_our_fault_not_the_models():
+    from rlvr_gym.envs import tool
+
+    class Flaky(GSM8KPythonEnv):
+        @tool
+        def lookup(self, key: str) -> str:
+            """Look a key up.
+
+            Args:
+                key: The key.
+            """
+            raise KeyError(key)
+
+    env = Flaky()
+    env.reset(options={"index": 0})
+    obs, *_ = env.step(env.tool_call("lookup", key="x"))
+    assert obs[-1]["content"] == "error: the lookup tool failed (not your fault)"
+    _, reward, terminated, _, info = env.step("<answer>-1</answer>")
+    assert terminated and info["verdict"].reason is Reason.ERROR

@@ -115,7 +115,7 @@ def build_tiny_model(
         num_hidden_layers=num_layers,
         num_attention_heads=num_heads,
         num_key_value_heads=max(1, num_heads // 2),
-        max_position_embeddings=1024,
+        max_position_embeddings=4096 if tools else 1024,  # tool schemas make long prompts
         tie_word_embeddings=True,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
