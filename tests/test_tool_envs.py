@@ -403,3 +403,10 @@ def test_a_tool_that_crashes_is_our_fault_not_the_models():
     assert obs[-1]["content"] == "error: the lookup tool failed (not your fault)"
     _, reward, terminated, _, info = env.step("<answer>-1</answer>")
     assert terminated and info["verdict"].reason is Reason.ERROR
+
+
+def test_the_run_kind_is_no_test_for_the_code_verifier():
+    from rlvr_gym.verifiers import CodeVerifier
+
+    verdict = CodeVerifier()("```python\nprint(1)\n```", {"tests": {"kind": "run", "cases": [{}]}})
+    assert verdict.reason is Reason.ERROR and not verdict.passed

@@ -73,7 +73,15 @@ class CodeVerifier:
                     Reason.BAD_FORMAT, why=f"completion is {type(completion).__name__}, not text"
                 )
                 continue
-            code = extract_code(text, _entry_point(task.get(self.tests_key)))
+            tests = task.get(self.tests_key)
+            if (
+                isinstance(tests, Mapping) and tests.get("kind") == "run"
+            ):  # compares nothing: every program passes
+                verdicts[index] = Verdict.fail(
+                    Reason.ERROR, error="tests of kind 'run' are the run_python tool's, they check nothing"
+                )
+                continue
+            code = extract_code(text, _entry_point(tests))
             if code is None:
                 verdicts[index] = Verdict.fail(Reason.NO_ANSWER, why="no Python program found")
                 continue
