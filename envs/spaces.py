@@ -16,7 +16,7 @@ from rlvr_gym.error import InvalidArgument
 
 ROLES = ("system", "user", "assistant")
 TOOL_ROLES = (*ROLES, "tool")
-"""Roles of a tool-use conversation (:class:`envs.tool_env.MultiTurnEnv`)."""
+"""Roles of a tool-use conversation (:class:`rlvr_gym.envs.tool_env.MultiTurnEnv`)."""
 _SAMPLE_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789 +-*/=.,?<>\n"
 
 

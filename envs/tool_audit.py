@@ -2,7 +2,7 @@
 
 Each exploit is a scripted episode (a list of assistant messages) played against a spawned copy
 of the env through ``step`` — the path TRL's bridge and any trainer take — and judged by the
-final verdict like the completion exploits of :mod:`verifiers.audit`:
+final verdict like the completion exploits of :mod:`rlvr_gym.verifiers.audit`:
 
 * ``answer_in_tool_call``: the gold answer only inside a tool call (code, its printed output),
   then a final message without it; the answer must be *given*, not computed.

@@ -82,10 +82,13 @@ def test_every_scorer_goes_through_the_rubric(env_id: str, shape: str, tmp_path)
         batch = env.verify_batch(completions, tasks)
         assert all(v.reason is not Reason.ERROR for v in batch), batch
 
-        # step(): one episode per completion
+        # step(): one episode per completion (a multi-turn env that asks for a retry gets the same
+        # completion again until the episode ends: its verdict is the final submission's)
         for completion, index, verdict in zip(completions, indices, batch, strict=True):
             env.reset(options={"index": index, "split": split})
-            *_, info = env.step(completion)
+            terminated = truncated = False
+            while not (terminated or truncated):
+                _, _, terminated, truncated, info = env.step(completion)
             assert same(info["verdict"], verdict)
 
         # training rewards: the weighted sum of TRL's per-component functions is the env's score

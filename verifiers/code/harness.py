@@ -17,7 +17,7 @@ HumanEval's ``check(candidate)``; ``setup`` is trusted code from the task such a
 helper functions), ``calls`` (function name, args, expected value per case), ``stdio`` (stdin,
 expected stdout per case; the program runs once per case) and ``run`` (one case, a stdin; nothing
 is compared: the capped stdout and how the program ended come back as ``output`` — the
-``run_python`` tool of :mod:`verifiers.code.tool`).
+``run_python`` tool of :mod:`rlvr_gym.verifiers.code.tool`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """``run_python``: the code sandbox as a tool — run a program, get back its capped output.
 
-The same walls as :class:`~verifiers.code.CodeVerifier` (the RestrictedPython filter, a fresh
+The same walls as :class:`~rlvr_gym.verifiers.code.CodeVerifier` (the RestrictedPython filter, a fresh
 sandboxed process per call with its own limits, no network, a throw-away directory), through the
-same :class:`~verifiers.code.SandboxPool` and one harness kind, ``run``: the program runs once as a
+same :class:`~rlvr_gym.verifiers.code.SandboxPool` and one harness kind, ``run``: the program runs once as a
 script and the judge hands back what it printed instead of comparing it. Stateless by design:
 every call is a new process, so nothing one call does (a patched builtin, a file, a thread) can
 reach the next call, another episode or the judge that scores the final answer; a model that
