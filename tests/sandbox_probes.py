@@ -7,11 +7,14 @@ root tests, and as ``python -m tests.sandbox_probes`` by an ordinary user (print
 
 from __future__ import annotations
 
+import ctypes
 import gzip
 import json
 import os
+import secrets
 import socket
 import sys
+import time
 from pathlib import Path
 
 from rlvr_gym.envs.code_env import fenced
@@ -77,6 +80,200 @@ def f():
 dir after the verdict, where the next submission looks (a breach if it finds the file)."""
 
 
+# ----- issue 24: channels between submissions, the judge's soft spots --------------------------
+
+IPC_KEY = 0x52000000 + os.getpid() % 0x10000
+MQ_NAME = f"/rlvr-probe-{os.getpid()}"
+IPC_LIBC = LIBC + f"KEY, MQ = {IPC_KEY}, {MQ_NAME.encode()!r}\n"
+
+LEAVE_IPC = IPC_LIBC + """import os
+libc.shmget(KEY, 1 << 20, 0o1000 | 0o666)  # IPC_CREAT: a segment outside every rlimit
+libc.msgget(KEY, 0o1000 | 0o666)
+libc.semget(KEY, 1, 0o1000 | 0o666)
+libc.mq_open(MQ, os.O_CREAT | os.O_RDWR, 0o666, None)
+def f():
+    return 'no'
+"""
+"""With the next probe: System V shared memory, a message queue, a semaphore set and a POSIX
+message queue outlive the submission that made them (no IPC namespace, calls allowed)."""
+
+IPC_WAS_LEFT = IPC_LIBC + """import os
+def f():
+    found = [libc.shmget(KEY, 0, 0), libc.msgget(KEY, 0), libc.semget(KEY, 0, 0), libc.mq_open(MQ, os.O_RDONLY)]
+    return 'escaped' if any(handle >= 0 for handle in found) else 'no'
+"""
+
+LEAVE_MARKS = """import os
+def mark(path):
+    for step in (lambda: os.setxattr(path, 'user.rlvr', b'mark'), lambda: os.utime(path, (1234567, 1234567)),
+                 lambda: os.chmod(path, 0o500)):
+        try:
+            step()
+        except OSError:
+            pass
+mark('..')  # the private dir around the working dir (or the working dir's parent)
+mark('.')   # the working dir: its mode last
+def f():
+    return 'no'
+"""
+"""With the next probe: the working dir's (and its parent's) extended attributes, timestamps and
+mode survive into the next submission (mode 0500 broke every later honest one)."""
+
+MARKS_WERE_LEFT = """import os
+def seen(path):
+    st = os.stat(path)
+    try:
+        mark = os.getxattr(path, 'user.rlvr')
+    except OSError:
+        mark = b''
+    return mark == b'mark' or int(st.st_mtime) == 1234567 or st.st_mode & 0o777 == 0o500
+def f():
+    return 'escaped' if seen('.') or seen('..') else 'no'
+"""
+
+HONEST_WRITER = "open('out.txt', 'w').write('x')\ndef f():\n    return 'escaped'"
+"""The control after the marks: an honest program that writes in its working dir."""
+
+RUNNER = "import sys\nr = sys.modules['rlvr_gym.verifiers.code.runner']\n"
+
+SPY_ON_LARGE_ANSWERS = RUNNER + """plain = r.write_frame
+def spy(fd, message):
+    plain(fd, message)  # blocks until the judge has read most of a large answer
+    if len(str(message)) > 1 << 19:
+        saw_it_read()
+r.write_frame = spy
+"""
+
+READ_ORDER = (
+    "import os\ndef saw_it_read():\n    os._exit(42)\n"
+    + SPY_ON_LARGE_ANSWERS
+    + "def f(x):\n    return 'x' * (1 << 20) if x == 1 else 0\n"
+)
+"""Exits 42 once the judge has read its (large) answer to call 1: the judge that read answer
+i+1 only after assert i held told a submission which asserts passed."""
+
+FORGE_BITS = 10
+
+FORGE = (
+    IPC_LIBC
+    + """import ctypes
+libc.shmat.restype = ctypes.c_void_p
+def channel():
+    handle = libc.shmget(KEY + 1, 4096, 0o1000 | 0o666)
+    return libc.shmat(handle, None, 0) if handle >= 0 else None
+def load():
+    where = channel()
+    state = ctypes.string_at(where, 64).rstrip(b'\\0') if where not in (None, 2**64 - 1) else b''
+    return state[:-1] + b'1' if state.endswith(b'?') else state  # a guess of 0 never confirmed: it was 1
+def save(state):
+    where = channel()
+    if where not in (None, 2**64 - 1):
+        ctypes.memmove(where, state.ljust(64, b'\\0'), 64)
+known = load()
+j = len(known)
+def saw_it_read():
+    save(known + b'0')  # the judge read answer j+1, so assert j held with our guess 0
+if j < N:
+    save(known + b'?')
+"""
+    + SPY_ON_LARGE_ANSWERS
+    + """def f(x):
+    if x < j:
+        return int(known[x:x + 1])
+    if x == j:
+        return 0
+    return 'x' * (1 << 20) if x == j + 1 else 0
+"""
+)
+"""The forged pass of issue 24: learns the hidden expected bits one per attempt, by whether the
+judge read a large answer (it did only if the assert before held), and keeps what it learned
+for its next attempt in System V shared memory."""
+
+PATCH_ENCODER = RUNNER + "r.encode_value = lambda value: {}\ndef f():\n    return 0\n"
+JUDGE_COSTS = {
+    "colliding-set": PATCH_ENCODER.format("{'s': [i * (2 ** 61 - 1) for i in range(1, 100_001)]}"),
+    "eight-mb-of-lists": PATCH_ENCODER.format("[[]] * 2_700_000"),
+    "float-overflow": PATCH_ENCODER.format("{'c': [10 ** 400, 0]}"),
+    "deep-answer": RUNNER
+    + "def deep(value):\n    for _ in range(900):\n        value = [value]\n    return value\n"
+    + "r.encode_value = deep\ndef f():\n    return 0\n",
+    "nest-the-workdir": "import os\nfor _ in range(2000):\n    os.mkdir('d')\n    os.chdir('d')\n"
+    "def f():\n    return 'no'\n",
+}
+"""Answers that cost the judge what the submission chooses: a set of ints with one hash (its
+construction quadratic), 8 MB of empty lists (~200 MB decoded), a complex of a huge int (an
+``OverflowError`` while decoding), 900-deep nesting; and a 2,000-deep working dir for the
+cleanup. Breached when the verdict is ``error``, or slow, or the worker's memory jumps."""
+
+
+def _ipc_cleanup() -> None:
+    """Remove what the IPC probes may have left in this host's IPC namespace (old code did)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for key in (IPC_KEY, IPC_KEY + 1):
+        for handle, remove in ((libc.shmget(key, 0, 0), libc.shmctl), (libc.msgget(key, 0), libc.msgctl)):
+            if handle >= 0:
+                remove(handle, 0, None)  # IPC_RMID
+        if (handle := libc.semget(key, 0, 0)) >= 0:
+            libc.semctl(handle, 0, 0)
+    libc.mq_unlink(MQ_NAME.encode())
+
+
+def _peak_memory(pid: int) -> int:
+    """A process's peak resident memory in kB (0 if unreadable)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return next(int(line.split()[1]) for line in handle if line.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError):
+        return 0
+
+
+def issue24_probes(pool: SandboxPool, verifier: CodeVerifier, escaped: dict) -> dict[str, object]:
+    """The probes of issue 24 (``True`` = breached), run on ``pool``'s one worker."""
+    results: dict[str, object] = {}
+    try:
+        results["leave-ipc-objects"] = _breached(verifier(fenced(LEAVE_IPC), escaped))
+        results["ipc-objects-were-left"] = _breached(verifier(fenced(IPC_WAS_LEFT), escaped))
+        results["leave-marks-on-the-workdir"] = _breached(verifier(fenced(LEAVE_MARKS), escaped))
+        results["marks-were-left-on-the-workdir"] = _breached(verifier(fenced(MARKS_WERE_LEFT), escaped))
+        results["control: honest code after the marks"] = verifier(fenced(HONEST_WRITER), escaped).passed
+        results["touch-dev-null"] = _breached(
+            verifier(fenced("import os\ndef f():\n    os.utime('/dev/null')\n    return 'escaped'"), escaped)
+        )
+        verdict = verifier(fenced("def f():\n    return 'nope'"), escaped)
+        results["expected value in the details"] = "escaped" in json.dumps(dict(verdict.details))
+        statuses = []
+        for first in (0, 1):  # assert 0 holds, then fails: the judge must read answer 1 either way
+            task = {"kind": "assert", "entry_point": "f", "cases": [f"assert f(0) == {first}\nassert f(1)"]}
+            outcome = pool.run([verifier._job(READ_ORDER, {"tests": task})])[0]
+            statuses.append(outcome.get("exit_status"))
+        results["read-order-shows-the-outcome"] = statuses[0] != statuses[1] or statuses[0] != 42 << 8
+        bits = [secrets.randbelow(2) for _ in range(FORGE_BITS)]
+        case = "".join(f"assert f({i}) == {bit}\n" for i, bit in enumerate(bits)) + f"assert f({FORGE_BITS})\n"
+        forge_task = {"tests": {"kind": "assert", "entry_point": "f", "cases": [case]}}
+        forge = f"N = {FORGE_BITS}\n" + FORGE
+        results["forged pass in 12 attempts"] = any(
+            verifier(fenced(forge), forge_task).passed for _ in range(FORGE_BITS + 2)
+        )
+        worker = pool._workers[0]
+        for name, program in JUDGE_COSTS.items():
+            before = _peak_memory(worker.pid) if worker else 0
+            start = time.monotonic()
+            verdict = verifier(fenced(program), escaped)
+            slow = time.monotonic() - start > verifier.limits.wall_s + 2
+            worker = pool._workers[0]
+            grew = worker is not None and _peak_memory(worker.pid) - before > 100_000
+            results[name] = _breached(verdict) or slow or grew
+        results["control: honest code after the judge's costs"] = verifier(fenced(HONEST_WRITER), escaped).passed
+        results["host folder"] = getattr(worker, "host_dir", "")
+    finally:
+        _ipc_cleanup()
+    return results
+
+
+def _breached(verdict: object) -> bool:
+    return verdict.passed or verdict.reason is Reason.ERROR  # type: ignore[attr-defined]
+
+
 def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
     data = str(data_file())
     return {
@@ -138,8 +335,15 @@ def run_all(namespaces: bool | None = None) -> dict[str, object]:
         results["forged HumanEval/0 from the data file"] = verifier(fenced(forged), task).passed
         leak = verifier(fenced("def f():\n    raise ValueError('/etc/shadow ' + 'x' * 5000)"), escaped)
         results["leaked text"] = json.dumps(dict(leak.details))
+        results.update(issue24_probes(pool, verifier, escaped))
         results["isolation"] = pool.isolation
     results["marker written"] = os.path.exists(marker)
+    folder = str(results.pop("host folder", ""))
+    for _ in range(300):  # removed with its worker (a deep tree on a slow disk: soon after)
+        if not folder or not os.path.exists(folder):
+            break
+        time.sleep(0.1)
+    results["host folder left"] = not folder or os.path.exists(folder)
     listener.close()
     return results
 

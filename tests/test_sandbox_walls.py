@@ -21,11 +21,19 @@ ATTACKS = (
     "connect-127.0.0.1", "unshare-newuser", "ptrace-traceme", "mount-tmpfs", "no-seccomp",
     "write-outside", "shell-reads-data", "system-python", "forged HumanEval/0 from the data file",
     "read-the-judges-memory", "kill-every-process", "find-an-answer-key", "a-process-was-left-behind",
+    # issue 24: channels between submissions, the judge's soft spots, what the verdict shows
+    "leave-ipc-objects", "ipc-objects-were-left", "leave-marks-on-the-workdir", "marks-were-left-on-the-workdir",
+    "touch-dev-null", "expected value in the details", "read-order-shows-the-outcome", "forged pass in 12 attempts",
+    "colliding-set", "eight-mb-of-lists", "float-overflow", "deep-answer", "nest-the-workdir", "host folder left",
+)  # fmt: skip
+CONTROLS = (
+    "control: canonical HumanEval/0", "control: honest code after the marks",
+    "control: honest code after the judge's costs",
 )  # fmt: skip
 
 
 def assert_walls_hold(results: dict) -> None:
-    assert results["control: canonical HumanEval/0"] is True  # the walls leave honest code working
+    assert all(results[name] is True for name in CONTROLS), results  # the walls leave honest code working
     breached = [name for name in ATTACKS if results[name] is not False]
     assert not breached, (breached, results["isolation"])
     assert results["marker written"] is False
@@ -120,7 +128,7 @@ def test_walls_hold_for_an_ordinary_user():
 def assert_fallback_walls_hold(results: dict) -> None:
     """Without namespaces (RLVR_GYM_SANDBOX_NO_NAMESPACES): Landlock, seccomp and the uid hold
     every wall, and the missing namespaces are reported, not silent."""
-    assert results["control: canonical HumanEval/0"] is True
+    assert all(results[name] is True for name in CONTROLS), results
     breached = [name for name in ATTACKS if results[name] is not False]
     assert not breached, (breached, results["isolation"])
     assert results["marker written"] is False

@@ -3,6 +3,13 @@
 Only exact builtin types cross the boundary (no subclasses, no custom ``__eq__``), and the judge
 decodes with :func:`json.loads` plus a fixed tag table, never ``pickle``/``marshal``/``eval``. So a
 value from the sandbox can be wrong, but it cannot be an object that lies about equality.
+
+The judge's cost of decoding is not the submission's to choose (:class:`Budget`): a frame is at
+most :data:`MAX_FRAME_BYTES`, all of one submission's answers at most :data:`MAX_ANSWER_BYTES`
+and :data:`MAX_ELEMENTS` values (counted on the bytes *before* they are decoded, so 8 MB of ``[]``
+never becomes 150 MB of lists), nested at most :data:`MAX_DEPTH` deep; a set or dict whose
+elements share hashes (ints chosen to collide make their construction quadratic) is refused.
+Whatever goes wrong while decoding is a :class:`CodecError`: the submission's failure.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import binascii
 import json
 import math
 import os
+import re
 import select
 import struct
 import time
@@ -23,7 +31,19 @@ MAX_FRAME_BYTES = 8 * 1024 * 1024
 """A bigger message from the sandbox is a protocol violation, not something to buffer."""
 
 MAX_DEPTH = 64
+MAX_ANSWER_BYTES = 32 * 1024 * 1024
+"""All the frames of one submission's answers together."""
+MAX_ELEMENTS = 1 << 18
+"""Values (every container and scalar) in one submission's answers together: at ~220 bytes for
+the costliest (an empty set), the judge holds at most ~60 MB of them."""
+MAX_COLLISIONS = 64
+"""Elements of one set or dict that may share a hash with another: beyond, its construction
+would go quadratic."""
+SMALL_FRAME = 64 * 1024
+"""Below this a frame is decoded without scanning its bytes first (it cannot hold more than
+~22,000 values, ~1.5 MB decoded)."""
 _HEADER = struct.Struct(">I")
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 
 class CodecError(InvalidArgument):
@@ -65,6 +85,15 @@ def encode_value(value: Any, depth: int = 0) -> Any:
 _TAGS = frozenset("tsfdbcx")
 
 
+def _hashable_few_collisions(items: list[Any]) -> list[Any]:
+    """``items`` if building a set or dict from them stays linear: hashable, few shared hashes."""
+    if len(items) > MAX_COLLISIONS:
+        hashes = {hash(item) for item in items}  # hash values are distinct ints: no collisions here
+        if len(items) - len(hashes) > MAX_COLLISIONS:
+            raise CodecError(f"{len(items) - len(hashes)} elements of a set or dict share hashes")
+    return items
+
+
 def _decode_tagged(obj: dict[str, Any]) -> Any:
     """``json.loads`` object hook: a one-key dict with a tag becomes the tagged type.
 
@@ -79,11 +108,13 @@ def _decode_tagged(obj: dict[str, Any]) -> Any:
     if tag == "t":
         return tuple(body)
     if tag == "s":
-        return set(body)
+        return set(_hashable_few_collisions(body))
     if tag == "f":
-        return frozenset(body)
+        return frozenset(_hashable_few_collisions(body))
     if tag == "d":
-        return {k: v for k, v in body}
+        pairs = [(k, v) for k, v in body]
+        _hashable_few_collisions([k for k, _ in pairs])
+        return dict(pairs)
     if tag == "b":
         return base64.b64decode(body, validate=True)
     if tag == "c":
@@ -106,12 +137,53 @@ def dumps(message: Any) -> bytes:
     return _HEADER.pack(len(payload)) + payload
 
 
+_DECODE_ERRORS = (ValueError, TypeError, RecursionError, binascii.Error, ArithmeticError, MemoryError)
+"""What ``json.loads`` and the tag table raise on bad input (``OverflowError``: ``complex`` of a
+huge int; ``MemoryError``: the judge's own memory cap)."""
+
+
 def loads(frame: bytes, *, values: bool = True) -> Any:
     """The message in one whole frame made by :func:`dumps` (tagged values rebuilt)."""
     try:
         return json.loads(frame[_HEADER.size :], object_hook=_decode_tagged if values else None)
-    except (ValueError, TypeError, RecursionError, binascii.Error) as exc:
+    except _DECODE_ERRORS as exc:
         raise CodecError(f"undecodable frame: {exc}") from None
+
+
+class Budget:
+    """What one submission's answers may still cost the judge: bytes and values (see the module)."""
+
+    def __init__(self, size: int = MAX_ANSWER_BYTES, elements: int = MAX_ELEMENTS) -> None:
+        self.size, self.elements = size, elements
+
+    def charge(self, payload: bytes) -> bool:
+        """Take ``payload``'s share before it is decoded; whether its depth must be checked after
+        (more than :data:`MAX_DEPTH` containers in it). Raises :class:`CodecError` when over."""
+        self.size -= len(payload)
+        if self.size < 0:
+            raise CodecError(f"the answers exceed {MAX_ANSWER_BYTES} bytes")
+        structure = _STRING.sub(b'""', payload) if len(payload) > SMALL_FRAME else payload
+        containers = structure.count(b"[") + structure.count(b"{")
+        self.elements -= containers + structure.count(b",") + 1  # every value but the first of a container follows a comma
+        if self.elements < 0:
+            raise CodecError(f"the answers hold more than {MAX_ELEMENTS} values")
+        return containers > MAX_DEPTH
+
+
+def check_depth(value: Any) -> None:
+    """Raise :class:`CodecError` if ``value`` nests deeper than :data:`MAX_DEPTH` (iteratively:
+    the judge's own recursion, comparing or printing it, then stays shallow)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            item = [*item.keys(), *item.values()]
+        elif kind not in (list, tuple, set, frozenset):
+            continue
+        if depth > MAX_DEPTH + 1:  # (the message around the value adds a level)
+            raise CodecError(f"value nested deeper than {MAX_DEPTH}")
+        stack.extend((inner, depth + 1) for inner in item)
 
 
 def write_frame(fd: int, message: Any) -> None:
@@ -124,13 +196,15 @@ class FrameReader:
     """Reads frames from one fd through a buffer: usually one ``read`` per message, not two.
 
     ``values=True`` rebuilds tagged values while parsing (for sandbox messages); job frames
-    from the pool are plain JSON and must not be re-tagged.
+    from the pool are plain JSON and must not be re-tagged. ``budget``: the judge reading a
+    submission's answers charges each frame to it before decoding.
     """
 
-    def __init__(self, fd: int, *, values: bool = False) -> None:
+    def __init__(self, fd: int, *, values: bool = False, budget: Budget | None = None) -> None:
         self.fd = fd
         self.buffer = bytearray()
         self.hook = _decode_tagged if values else None
+        self.budget = budget
 
     def _fill(self, needed: int, deadline: float | None) -> None:
         while len(self.buffer) < needed:
@@ -149,10 +223,16 @@ class FrameReader:
         (size,) = _HEADER.unpack_from(self.buffer)
         if size > MAX_FRAME_BYTES:
             raise CodecError(f"frame of {size} bytes exceeds {MAX_FRAME_BYTES}")
+        if self.budget is not None and self.budget.size < size:
+            raise CodecError(f"the answers exceed {MAX_ANSWER_BYTES} bytes")
         self._fill(_HEADER.size + size, deadline)
         payload = bytes(self.buffer[_HEADER.size : _HEADER.size + size])
         del self.buffer[: _HEADER.size + size]
+        deep = self.budget.charge(payload) if self.budget is not None else False
         try:
-            return json.loads(payload, object_hook=self.hook)
-        except (ValueError, TypeError, RecursionError, binascii.Error) as exc:
+            message = json.loads(payload, object_hook=self.hook)
+        except _DECODE_ERRORS as exc:
             raise CodecError(f"undecodable frame: {exc}") from None
+        if deep:
+            check_depth(message)
+        return message

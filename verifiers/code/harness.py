@@ -10,7 +10,13 @@ Hence:
 * patching ``assert``, ``__eq__``, builtins or "the harness" changes only the sandbox's process,
   not the judge's; an always-equal object cannot be encoded, so the call fails;
 * the exit code and stdout of the sandbox are never read as a verdict (stdout is data for the
-  stdin/stdout test kind, compared here against output the sandbox never saw).
+  stdin/stdout test kind, compared here against output the sandbox never saw);
+* no outcome shows before the verdict: every answer planned ahead is read in full before any
+  test code runs (a judge that read answer i+1 only once assert i held told a submission that
+  blocked on a large answer which asserts passed), and where the plan covers every call the
+  sandbox is closed before judging begins;
+* verdict details name no expected value and no test source unless the env opts in
+  (``reveal_tests``): a failing case says which case and what the submission did.
 
 Test kinds (``task["tests"]``): ``assert`` (test code run against the submission's names, e.g.
 HumanEval's ``check(candidate)``; ``setup`` is trusted code from the task such as the prompt's
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import functools
 import math
 import os
@@ -37,13 +44,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr_gym.error import InvalidArgument
-from rlvr_gym.verifiers.code.codec import ChannelClosed, CodecError, FrameReader, dumps, encode_value
+from rlvr_gym.verifiers.code.codec import Budget, ChannelClosed, CodecError, FrameReader, dumps, encode_value
 
 KINDS = ("assert", "calls", "stdio", "run")
 FLOAT_REL_TOL = 1e-6
 REASON_CHARS = 160
 MAX_AHEAD = 256
 """At most this many requests are answered ahead (see :func:`plan_ahead`)."""
+JUDGING_GRACE_S = 0.5
+"""Time the judge may take on the answers it has once the sandbox is closed (the sandbox's own
+budget may be spent by then): trusted test code only, no submission runs."""
 _PATH = re.compile(r"(?<![\w)\]])/[^\s'\",:;)\]]+")
 
 
@@ -79,10 +89,12 @@ class Outcome:
     load_error: str | None = None
     failures: list[str] = field(default_factory=list)
     output: str | None = None  # the ``run`` kind only: what the program printed (capped)
+    reveal: bool = False
+    """Whether ``secret`` parts (expected values, test code's own messages) go in the details."""
 
-    def fail(self, message: str) -> None:
+    def fail(self, message: str, secret: str = "") -> None:
         if len(self.failures) < 3:
-            self.failures.append(short_reason(message))
+            self.failures.append(short_reason(f"{message}: {secret}" if secret and self.reveal else message))
 
     def as_dict(self) -> dict[str, Any]:
         """Plain fields for the outcome frame (``dataclasses.asdict`` deep-copies: slower, same)."""
@@ -115,40 +127,70 @@ class Session:
         deadline: float,
         ahead: Sequence[bytes] = (),
         setup: bytes = b"",
+        close: Callable[[], int | None] | None = None,
     ) -> None:
         self.request_fd, self.deadline, self.setup = request_fd, deadline, setup
-        self.replies = FrameReader(reply_fd, values=True)
+        self.replies = FrameReader(reply_fd, values=True, budget=Budget())
         self.gone: str | None = None
+        self._close, self.closed, self.status = close, False, None
+        self.planned = len(ahead)
         self.ahead: deque[bytes] = deque(ahead)  # answered ahead, not read yet, in stream order
         self.unread: Counter[bytes] = Counter(ahead)
         self.ready: dict[bytes, deque[Any]] = {}  # read, not asked for yet
 
     def _read_ahead(self) -> None:
-        key = self.ahead.popleft()
+        key = self.ahead[0]
+        reply = self.replies.read()
+        self.ahead.popleft()
         self.unread[key] -= 1
-        self.ready.setdefault(key, deque()).append(self.replies.read())
+        self.ready.setdefault(key, deque()).append(reply)
 
-    def ask(self, message: Mapping[str, Any]) -> dict[str, Any]:
+    def read_ahead(self) -> None:
+        """Read every answer planned ahead, in full, before any is judged (see the module). A
+        sandbox that stops answering, or breaks the protocol, leaves the rest unanswered."""
         if self.gone:
-            raise SandboxGone(self.gone)
+            return
         try:
-            frame = dumps(message)
-            if not self.ready.get(frame) and self.unread[frame] > 0:
-                while not self.ready.get(frame):
-                    self._read_ahead()
-            if self.ready.get(frame):
-                reply = self.ready[frame].popleft()
-            else:  # a round trip; its answer follows every answer still ahead
-                _write_all(self.request_fd, frame)
-                while self.ahead:
-                    self._read_ahead()
-                reply = self.replies.read()
+            while self.ahead:
+                self._read_ahead()
         except JudgeTimeout:
             self.gone = "timed out"
             raise
-        except (ChannelClosed, BrokenPipeError, CodecError) as exc:
+        except (ChannelClosed, OSError, CodecError) as exc:
             self.gone = f"the sandbox stopped answering ({type(exc).__name__}: {exc})"
-            raise SandboxGone(self.gone) from None
+
+    def close(self) -> int | None:
+        """End the sandbox (once): what the worker's handle does, and its wait status."""
+        if not self.closed:
+            self.closed = True
+            self.gone = self.gone or "the sandbox was closed after its planned answers"
+            if self._close is not None:
+                self.status = self._close()
+        return self.status
+
+    def ask(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        """The sandbox's answer to ``message``: one read ahead if it was planned, else a round
+        trip (only while the sandbox is still there)."""
+        try:
+            frame = dumps(message)
+        except CodecError as exc:
+            raise SandboxGone(f"a request could not be sent ({exc})") from None
+        if not self.ready.get(frame) and self.unread[frame] > 0 and not self.gone:
+            self.read_ahead()
+        if self.ready.get(frame):
+            reply = self.ready[frame].popleft()
+        elif self.gone:
+            raise SandboxGone(self.gone)
+        else:  # a round trip; every answer ahead was read already
+            try:
+                _write_all(self.request_fd, frame)
+                reply = self.replies.read()
+            except JudgeTimeout:
+                self.gone = "timed out"
+                raise
+            except (ChannelClosed, OSError, CodecError) as exc:
+                self.gone = f"the sandbox stopped answering ({type(exc).__name__}: {exc})"
+                raise SandboxGone(self.gone) from None
         if not isinstance(reply, dict):
             self.gone = "the sandbox broke the protocol"
             raise SandboxGone(self.gone)
@@ -214,12 +256,28 @@ def _rebuild(reply: Mapping[str, Any]) -> Exception:
     """The sandbox's exception as a *builtin* exception class (never one the submission made)."""
     name, message = str(reply.get("exc"))[:60], short_reason(str(reply.get("msg")))
     cls = getattr(builtins, name, None)
+    error: Exception = RuntimeError(f"{name}: {message}")
     if isinstance(cls, type) and issubclass(cls, Exception):
-        try:
-            return cls(message)
-        except Exception:  # noqa: BLE001 - e.g. UnicodeDecodeError needs more arguments
-            pass
-    return RuntimeError(f"{name}: {message}")
+        with contextlib.suppress(Exception):  # e.g. UnicodeDecodeError needs more arguments
+            error = cls(message)
+    error._from_sandbox = True  # type: ignore[attr-defined] - its message is the submission's own
+    return error
+
+
+def _describe(exc: BaseException, reveal: bool) -> tuple[str, str]:
+    """How a failed test reads: the exception's type, and its message as shown or as secret
+    (a message the test code made may hold an expected value; the submission's own may show)."""
+    if getattr(exc, "_from_sandbox", False):
+        return f"the submission raised {type(exc).__name__}: {exc}", ""
+    return type(exc).__name__, str(exc)
+
+
+def safe_repr(value: Any, limit: int = 100) -> str:
+    """``repr`` that a submission's value cannot make fail (an int past the digit limit)."""
+    try:
+        return repr(value)[:limit]
+    except (ValueError, RecursionError, MemoryError):
+        return f"<{type(value).__name__} too large to show>"
 
 
 # ----- test kinds ----------------------------------------------------------------------------------
@@ -264,13 +322,23 @@ def _run_asserts(spec: Mapping[str, Any], session: Session, outcome: Outcome) ->
         try:
             exec(code, namespace)  # noqa: S102 - trusted test code; submission values are plain data
         except Exception as exc:  # noqa: BLE001 - a failing test, whatever it raised
-            outcome.fail(f"test {index}: {type(exc).__name__}: {exc}")
+            shown, secret = _describe(exc, outcome.reveal)
+            outcome.fail(f"test {index}: {shown}", secret)
         else:
             outcome.passed += 1
 
 
 def same_value(got: Any, expected: Any) -> bool:
-    """Equality for JSON-given expectations: tuples match lists, floats match within 1e-6 (relative)."""
+    """Equality for JSON-given expectations: tuples match lists, floats match within 1e-6 (relative).
+
+    Never raises on what a submission returned (an int too large for a float is simply unequal)."""
+    try:
+        return _same_value(got, expected)
+    except (ArithmeticError, ValueError, TypeError, RecursionError, MemoryError):
+        return False
+
+
+def _same_value(got: Any, expected: Any) -> bool:
     if isinstance(expected, float) or (
         isinstance(got, float) and isinstance(expected, int) and not isinstance(expected, bool)
     ):
@@ -279,13 +347,13 @@ def same_value(got: Any, expected: Any) -> bool:
         )
     if isinstance(expected, list | tuple):
         return (
-            type(got) in (list, tuple) and len(got) == len(expected) and all(map(same_value, got, expected))
+            type(got) in (list, tuple) and len(got) == len(expected) and all(map(_same_value, got, expected))
         )
     if isinstance(expected, dict):
         return (
             type(got) is dict
             and got.keys() == expected.keys()
-            and all(same_value(got[k], expected[k]) for k in expected)
+            and all(_same_value(got[k], expected[k]) for k in expected)
         )
     return type(got) is type(expected) and got == expected
 
@@ -295,12 +363,13 @@ def _run_calls(spec: Mapping[str, Any], session: Session, outcome: Outcome) -> N
         try:
             got = session.call(spec["fn"], tuple(case.get("args", ())), dict(case.get("kwargs", {})))
         except Exception as exc:  # noqa: BLE001
-            outcome.fail(f"case {index}: {type(exc).__name__}: {exc}")
+            shown, secret = _describe(exc, outcome.reveal)
+            outcome.fail(f"case {index}: {shown}", secret)
             continue
         if same_value(got, case["expected"]):
             outcome.passed += 1
         else:
-            outcome.fail(f"case {index}: got {got!r:.100}, expected {case['expected']!r:.100}")
+            outcome.fail(f"case {index}: wrong answer {safe_repr(got)}", f"expected {safe_repr(case['expected'])}")
 
 
 def normalize_output(text: str) -> str:
@@ -312,11 +381,11 @@ def _run_stdio(spec: Mapping[str, Any], session: Session, outcome: Outcome) -> N
     for index, case in enumerate(spec["cases"]):
         stdout, error = session.run_main(case.get("stdin", ""))
         if error is not None:
-            outcome.fail(f"case {index}: {error}")
+            outcome.fail(f"case {index}: the program raised {error}")
         elif normalize_output(stdout) == normalize_output(case["stdout"]):
             outcome.passed += 1
         else:
-            outcome.fail(f"case {index}: wrong output {stdout[:100]!r}")
+            outcome.fail(f"case {index}: wrong output {stdout[:100]!r}", f"expected {case['stdout'][:100]!r}")
 
 
 def _run_program(spec: Mapping[str, Any], session: Session, outcome: Outcome) -> None:
@@ -433,26 +502,122 @@ def _on_alarm(signum: int, frame: object) -> None:
     raise JudgeTimeout
 
 
-def judge(spec: Mapping[str, Any], session: Session) -> Outcome:
-    """Run every case of ``spec`` against the sandbox behind ``session`` before its deadline."""
-    outcome = Outcome(total=len(spec["cases"]))
+def _arm(seconds: float) -> None:
+    signal.setitimer(signal.ITIMER_REAL, max(1e-3, seconds))
+
+
+def judge(spec: Mapping[str, Any], session: Session, *, reveal: bool = False) -> Outcome:
+    """Run every case of ``spec`` against the sandbox behind ``session`` before its deadline.
+
+    Two phases, so that nothing the sandbox can observe depends on an outcome: first the program
+    is sent and every answer planned ahead is read (the sandbox's whole budget); then, with the
+    sandbox already closed where the plan covers every call (:func:`covers_every_call`), the test
+    code runs on those answers. ``reveal``: failures may quote expected values and test messages.
+    """
+    outcome = Outcome(total=len(spec["cases"]), reveal=reveal)
     global _ALARM_SET
     if not _ALARM_SET:  # once per process (signal.getsignal costs an enum lookup per call)
         signal.signal(signal.SIGALRM, _on_alarm)
         _ALARM_SET = True
     try:
-        signal.setitimer(signal.ITIMER_REAL, max(1e-3, session.deadline - time.monotonic()))
+        _arm(session.deadline - time.monotonic())
         try:
             session.send_setup()
             if mode_of(spec) == "module":
                 hello = session.hello()
                 if hello.get("ok") is not True:
                     outcome.load_error = short_reason(f"{hello.get('exc')}: {hello.get('msg')}")
-            _RUNNERS[spec["kind"]](spec, session, outcome)
+            session.read_ahead()
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)  # an alarm racing this lands in the handler below
     except JudgeTimeout:
         outcome.timed_out = True
+        session.gone = session.gone or "timed out"
+    except SandboxGone:
+        pass  # session.gone says why; the cases it leaves unanswered fail below
+    if session.gone or covers_every_call(spec, session.planned):
+        session.close()
+    try:
+        left = session.deadline - time.monotonic()
+        _arm(max(left, JUDGING_GRACE_S) if session.closed else left)
+        try:
+            _RUNNERS[spec["kind"]](spec, session, outcome)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except JudgeTimeout:
+        outcome.timed_out = True
     except SandboxGone as exc:
-        outcome.fail(str(exc))
+        if not outcome.timed_out:
+            outcome.fail(str(exc))
     return outcome
+
+
+def covers_every_call(spec: Mapping[str, Any], planned: int) -> bool:
+    """Whether the ``planned`` requests are every request the tests can make: then the sandbox
+    can be closed before any test code runs. ``calls``/``stdio``: one per case. ``assert``: only
+    when every use of the entry point in the test code is a call with literal arguments (or
+    passes it to a function the test defines, HumanEval's ``check(candidate)``) and the tests
+    name nothing else of the submission's."""
+    kind, cases = spec["kind"], spec["cases"]
+    if kind in ("calls", "stdio", "run"):
+        return planned == len(cases)
+    entry_point = spec.get("entry_point")
+    if not isinstance(entry_point, str):
+        return False
+    bound = _top_level_names(spec.get("setup") or "")
+    total = 0
+    for index, case in enumerate(cases):
+        try:
+            count = _literal_only(case, entry_point)
+            free = _compile_trusted(case, f"<test {index}>")[1]
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+        if count < 0 or free - bound - {entry_point}:
+            return False
+        total += count
+    return total == planned
+
+
+@functools.lru_cache(maxsize=1024)
+def _top_level_names(source: str) -> frozenset[str]:
+    """Names the trusted setup code binds at its top level (they are not proxied)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        else:
+            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=1024)
+def _literal_only(source: str, target: str) -> int:
+    """How many calls of ``target`` (or of a parameter it is passed into) ``source`` makes, if
+    each has literal arguments and ``target`` is used in no other way; ``-1`` otherwise."""
+    tree = ast.parse(source)
+    defs = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    names, passes = {target}, set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defs:
+            params = defs[node.func.id].args.posonlyargs + defs[node.func.id].args.args
+            for arg, param in zip(node.args, params, strict=False):
+                if isinstance(arg, ast.Name) and arg.id == target:
+                    names.add(param.arg)
+                    passes.add(id(arg))
+    calls = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names:
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                return -1
+            if not all(_literal(a)[0] for a in [*node.args, *(k.value for k in node.keywords)]):
+                return -1
+            calls += 1
+            passes.add(id(node.func))
+    uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in names]
+    return calls if all(id(n) in passes for n in uses) else -1

@@ -24,7 +24,7 @@ from typing import Any
 from rlvr_gym.error import NotAvailable
 from rlvr_gym.verifiers.code.codec import ChannelClosed, ChannelTimeout, CodecError, FrameReader, write_frame
 from rlvr_gym.verifiers.code.policy import PRELOAD_ENV
-from rlvr_gym.verifiers.code.sandbox import NO_NAMESPACES_ENV, UID_BASE, Limits
+from rlvr_gym.verifiers.code.sandbox import JUDGE_MEMORY_ENV, NO_NAMESPACES_ENV, UID_BASE, Limits
 
 GRACE_S = 10.0
 RECOVER_S = 2.0
@@ -47,7 +47,7 @@ def worker_environment(namespaces: bool | None = None) -> dict[str, str]:
     ``namespaces=False`` makes the workers build their walls without namespaces (the Landlock
     fallback); ``None`` passes :data:`NO_NAMESPACES_ENV` through from this process.
     """
-    names = ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED", NO_NAMESPACES_ENV, PRELOAD_ENV)
+    names = ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED", NO_NAMESPACES_ENV, PRELOAD_ENV, JUDGE_MEMORY_ENV)
     env = {name: os.environ[name] for name in names if name in os.environ}
     if namespaces is not None:
         env.pop(NO_NAMESPACES_ENV, None)
@@ -77,6 +77,7 @@ class _Worker:
         hello = self.replies.read(time.monotonic() + 60)
         self.isolation: dict[str, Any] = hello["isolation"]
         self.pid: int = hello["pid"]  # the worker proper; self.process is its reaping supervisor
+        self.host_dir: str = hello.get("host_dir", "")  # its folder in the host's /tmp, gone with it
 
     def sweep(self) -> None:
         """SIGKILL every process running under this worker's sandbox uid (from a helper process:

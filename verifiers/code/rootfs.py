@@ -42,6 +42,8 @@ SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 SYS_LANDLOCK = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
 TMP_SIZE = "64m"
+TMP_INODES = 16384
+"""Entries a submission can make in the private ``/tmp``: bounds the walk that removes them."""
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -168,18 +170,18 @@ def _bind(source: str, new_root: str, *, writable: bool = False) -> None:
         _remount_read_only(target, source)
 
 
-def pivot_to_minimal_root() -> str:
-    """Replace this mount namespace's root with the minimal one (needs CAP_SYS_ADMIN in it)."""
+def pivot_to_minimal_root(new_root: str) -> str:
+    """Replace this mount namespace's root with the minimal one (needs CAP_SYS_ADMIN in it), built
+    on the empty folder ``new_root`` of the host's (which whoever made it removes)."""
     arch = platform.machine()
     if arch not in SYS_PIVOT_ROOT:
         raise OSError(f"pivot_root: unknown syscall number on {arch}")
     mount("none", "/", None, MS_REC | MS_PRIVATE)
-    new_root = tempfile.mkdtemp(prefix="sandbox-root-")
     mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
     # The private /tmp first: a runtime under /tmp (a venv in a CI checkout made by mktemp) is then
     # bound on top of it and stays visible; the wipe leaves mount points alone.
     os.makedirs(new_root + "/tmp")
-    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMP_SIZE},mode=1777")
+    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMP_SIZE},nr_inodes={TMP_INODES},mode=1777")
     for path in _runtime_roots():
         _bind(path, new_root)
     sites = site_dirs()
@@ -202,7 +204,8 @@ def pivot_to_minimal_root() -> str:
     tempfile.tempdir = "/tmp"
     return (
         f"minimal root (pivot_root): {describe_runtime(sites)}; {', '.join(DEVICES)}; "
-        f"private /tmp tmpfs (size {TMP_SIZE}, wiped after every submission); no /etc, /home, /proc"
+        f"private /tmp tmpfs (size {TMP_SIZE}, {TMP_INODES} inodes, emptied after every submission, "
+        "a fresh working dir in it for each); no /etc, /home, /proc"
     )
 
 

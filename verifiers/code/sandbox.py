@@ -5,10 +5,9 @@ The *worker* (a long-lived, pre-imported process, see :mod:`rlvr_gym.verifiers.c
 submission's child with :func:`fork_sandbox`:
 
 * namespaces, made once per worker: a network namespace with no interfaces up (no network at
-  all), and a mount namespace with private, size-capped tmpfs over the world-writable places
-  (``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run/lock``), emptied after every submission, so the
-  only places a submission can write are throw-away ones;
-* per child: its own session/process group, a throw-away working directory, a scrubbed
+  all), an IPC namespace (no System V object or message queue of the host's), and a mount
+  namespace with a minimal root whose only writable place is a private, size-capped ``/tmp``;
+* per child: its own session/process group, a fresh working directory (:mod:`.workspace`), a scrubbed
   environment (``HOME`` is that directory), every inherited file descriptor closed but its two
   pipe ends, rlimits on CPU seconds, address space, file size, open files, processes and core
   dumps, ``no_new_privs``, a parent-death signal, and — when we are root — a user id of its own.
@@ -30,7 +29,6 @@ import os
 import resource
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +39,7 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
+CLONE_NEWIPC = 0x08000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
 PR_GET_NO_NEW_PRIVS = 39
 _SIGKILL = int(signal.SIGKILL)  # a plain int: the enum member's lookup writes pages in every child
@@ -48,6 +47,9 @@ _SIGKILL = int(signal.SIGKILL)  # a plain int: the enum member's lookup writes p
 NO_NAMESPACES_ENV = "RLVR_GYM_SANDBOX_NO_NAMESPACES"
 """Set to ``1`` to build the walls without namespaces (Landlock, seccomp, uid), as on a machine
 that allows none: for testing that fallback where namespaces exist (see :func:`enter_pid_namespace`)."""
+
+JUDGE_MEMORY_ENV = "RLVR_GYM_JUDGE_MEMORY_MB"
+"""Megabytes of address space the judge (the worker) may add after start-up; ``0``: no cap."""
 
 HOST_PID = 0
 """This worker's pid as the host sees it (set by :func:`isolate_worker`; inside its PID namespace
@@ -80,6 +82,7 @@ class Isolation:
 
     host_pid: int = 0
     network: str = "none"
+    ipc: str = "none"
     filesystem: str = "the host's, unrestricted"
     pid: str = ""
     seccomp: str = ""
@@ -88,8 +91,8 @@ class Isolation:
     missing: list[str] = field(default_factory=list)
     private_dirs: list[str] = field(default_factory=list)
     workdir: str = ""
-    """Every submission's working directory: the first private dir, emptied after each one (so
-    no directory is made and removed per submission); empty when there is no private dir."""
+    """Every submission's working dir (``<private>/work``), made fresh for each one
+    (:class:`.workspace.Workspace`); empty when there is no private dir."""
     spawner_init: bool = False
     """Whether the fork server is init of a PID namespace of the submissions' own (nested in the
     worker's): then ``kill(-1)`` from it sweeps exactly what the submission left."""
@@ -100,6 +103,7 @@ class Isolation:
     def as_dict(self) -> dict[str, object]:
         return {
             "network": self.network,
+            "ipc": self.ipc,
             "filesystem": self.filesystem,
             "pid": self.pid or "none",
             "seccomp": self.seccomp or "none",
@@ -152,13 +156,18 @@ def enter_pid_namespace() -> str:
     return "user"
 
 
-def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
+def isolate_worker(namespaces: str, host_pid: int, host_dir: str) -> Isolation:
     """Build every wall in this worker, once, so no submission pays for it; report what is active.
 
-    ``namespaces`` is what :func:`enter_pid_namespace` got. With it: private network and mount
-    namespaces and a minimal read-only root (:mod:`.rootfs`). Without it: Landlock and an audit
-    hook. Last, the seccomp filter (:mod:`.syscalls`), inherited by every submission. A layer that
-    cannot be had is listed in ``missing``, never skipped silently.
+    ``namespaces`` is what :func:`enter_pid_namespace` got. With it: private network, IPC and
+    mount namespaces and a minimal read-only root (:mod:`.rootfs`). Without it: Landlock and an
+    audit hook. Last, the seccomp filter (:mod:`.syscalls`), inherited by every submission. A layer
+    that cannot be had is listed in ``missing``, never skipped silently.
+
+    ``host_dir``: an empty folder in the host's ``/tmp`` that the worker's supervisor made and
+    removes when the worker is gone: the mount point of the minimal root, or (without a mount
+    namespace) the private dir itself. A worker cannot remove it itself (after ``pivot_root`` the
+    host tree is out of its reach), and a killed one would leave it behind.
     """
     global HOST_PID
     HOST_PID = host_pid
@@ -167,9 +176,10 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
         report.missing.append(f"pid namespace: {namespaces}")
     else:
         try:
-            _unshare(CLONE_NEWNET | CLONE_NEWNS)
+            _unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC)
             report.network = "network namespace (no interfaces up)"
-            report.filesystem = rootfs.pivot_to_minimal_root()
+            report.ipc = "IPC namespace of the worker's own"
+            report.filesystem = rootfs.pivot_to_minimal_root(host_dir)
             report.private_dirs = ["/tmp"]
         except OSError as exc:
             report.missing.append(f"mount/network namespace: {exc}")
@@ -184,7 +194,7 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
             report.pid = "PID namespace (the worker is its init; host processes invisible)"
             report.notes.append(f"no nested PID namespace for the submissions: {exc}")
     if not report.private_dirs:
-        private = tempfile.mkdtemp(prefix="sandbox-worker-")
+        private = host_dir
         try:
             report.filesystem = rootfs.landlock_runtime_only(private)
             report.private_dirs = [private]
@@ -192,8 +202,8 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
                 "size cap on the working dir: without a mount namespace it is a plain directory, "
                 "bounded only by RLIMIT_FSIZE per file and the wall-clock limit"
             )
-            if os.geteuid() == 0:  # the submission's uid must be able to write its working dir
-                os.chown(private, UID_BASE + host_pid, UID_BASE + host_pid)
+            if os.geteuid() == 0:  # the worker's; each working dir below it is the submission's
+                os.chmod(private, 0o711)
             elif not report.pid and rootfs.landlock_abi() < 6:  # same uid, host pids visible
                 report.missing.append(
                     "signal wall: Landlock below ABI 6 cannot stop signals to this user's processes"
@@ -205,7 +215,7 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
                 )
         except OSError as exc:
             report.missing.append(f"filesystem wall (Landlock): {exc}")
-    report.workdir = report.private_dirs[0] if report.private_dirs else ""
+    report.workdir = os.path.join(report.private_dirs[0], "work") if report.private_dirs else ""
     if os.geteuid() == 0:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
         report.uid = f"one unprivileged uid per worker ({UID_BASE} + worker pid), rlimit NPROC enforced"
@@ -226,25 +236,13 @@ def isolate_worker(namespaces: str, host_pid: int) -> Isolation:
         report.seccomp = syscalls.install()
     except (OSError, RuntimeError) as exc:
         report.missing.append(f"seccomp: {exc}")
+    if report.ipc == "none" and report.seccomp:
+        report.ipc = "no IPC namespace: System V IPC and POSIX message queues refused by seccomp"
+    elif report.ipc == "none":
+        report.missing.append("IPC wall: no IPC namespace and no seccomp filter")
+    elif report.seccomp:
+        report.ipc += "; System V IPC and POSIX message queues refused by seccomp"
     return report
-
-
-def empty_dir(path: str) -> None:
-    """Empty one of the worker's *private* dirs after a submission (never a shared ``/tmp``), so
-    no submission sees what the last one left: everything below ``path`` goes except mount points
-    (a read-only runtime bound under a private ``/tmp``) and the folders that lead to them; never
-    descends into a mount."""
-    with os.scandir(path) as entries:
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                if os.path.ismount(entry.path):
-                    continue
-                empty_dir(entry.path)
-                with contextlib.suppress(OSError):
-                    os.rmdir(entry.path)  # fails only where a mount point lies below
-            else:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
 
 
 def sandbox_uid(isolation: Isolation) -> int | None:
@@ -272,8 +270,9 @@ def sandbox_environment(workdir: str) -> dict[str, str]:
 def enter_workdir(workdir: str) -> None:
     """Make the worker's own cwd, umask and environment what every submission needs, once.
 
-    Used when every submission of this worker shares one working dir (:attr:`Isolation.workdir`):
-    children then inherit them, and :func:`fork_sandbox` with ``workdir=None`` skips setting them per
+    Used when every submission of this worker works in ``<private>/work`` (:attr:`Isolation.workdir`,
+    a new directory each time, always at that path): children then inherit them (the fork server
+    enters each new one before it forks), and :func:`fork_sandbox` with ``workdir=None`` skips setting them per
     child (rebuilding ``os.environ`` after fork was ~0.3 ms of page faults per submission). The
     worker needs none of its own environment after start-up: it execs nothing.
     """

@@ -16,7 +16,11 @@ Division of labour per submission (the worker is the judge):
   requests planned ahead) and answers the judge as before (:func:`.runner.serve`);
 * when the judge is done it closes its pipe ends and asks the spawner to close the sandbox: kill
   the child, reap it, sweep whatever it left (``kill(-1)`` as init of the submissions' own PID
-  namespace, or the uid sweep), and report the child's exit status.
+  namespace, or the uid sweep), and report the child's exit status; the worker then replaces the
+  working dir (:mod:`.workspace`), and the spawner enters the new one before its next fork.
+
+The spawner stacks a second seccomp filter on itself at start (:func:`.syscalls.install_submission_filter`):
+every submission inherits it, the worker, which cleans up after them, does not.
 
 With namespaces the spawner is pid 1 of a PID namespace nested in the worker's: submissions see
 neither the worker nor the host, cannot signal their init, and die with it.
@@ -34,7 +38,7 @@ import types
 from typing import Any
 
 from rlvr_gym.error import RunFailed
-from rlvr_gym.verifiers.code import policy
+from rlvr_gym.verifiers.code import policy, syscalls
 from rlvr_gym.verifiers.code.rootfs import landlock_scope_self
 from rlvr_gym.verifiers.code.runner import serve
 from rlvr_gym.verifiers.code.sandbox import (
@@ -43,7 +47,6 @@ from rlvr_gym.verifiers.code.sandbox import (
     PR_SET_PDEATHSIG,
     Limits,
     Sandbox,
-    empty_dir,
     fork_sandbox,
     no_new_privs,
     prctl,
@@ -124,12 +127,10 @@ class Spawner:
         self,
         *,
         init: bool,
-        private_dirs: tuple[str, ...] = (),
         worker_fds: tuple[int, ...] = (),
         scope: bool = False,
     ) -> None:
         """``init``: the spawner will be pid 1 of a fresh PID namespace (the caller unshared one).
-        ``private_dirs``: the worker's private mounts, emptied after every sandbox.
         ``worker_fds``: the worker's own channels (to the pool), closed in the spawner so that
         only the worker holds them: the pool sees the worker's death as end-of-file at once.
         ``scope``: no PID namespace and no uid of its own (an ordinary user without namespaces):
@@ -144,7 +145,7 @@ class Spawner:
                 ours.close()
                 for fd in worker_fds:
                     os.close(fd)
-                _serve(theirs, parent, init, private_dirs, scope)
+                _serve(theirs, parent, init, scope)
             except BaseException:  # noqa: BLE001 - the fork server must never return into the worker
                 code = 70
             finally:
@@ -152,21 +153,26 @@ class Spawner:
         theirs.close()
         self.pid, self.sock = pid, ours
         self.sock.set_inheritable(False)
+        hello = self.sock.recv(MAX_MESSAGE)
+        self.filter: str = hello.decode() if hello else "the fork server exited at start"
+        """What :func:`.syscalls.install_submission_filter` said, or why it failed (``!`` first)."""
 
     def spawn(
         self,
         limits: Limits,
         workdir: str | None,
         *,
+        cwd: str = "",
         uid: int | None,
         block_sockets: bool,
         scope: bool,
     ) -> RemoteSandbox:
-        """Start one sandbox process; the judge's ends of its pipes come back in the handle."""
+        """Start one sandbox process; the judge's ends of its pipes come back in the handle.
+        ``cwd``: a directory the spawner enters before it forks (the child inherits it)."""
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         fields = tuple(getattr(limits, name) for name in limits.__slots__)
-        message = marshal.dumps((fields, workdir, uid, block_sockets, scope))
+        message = marshal.dumps((fields, workdir, uid, block_sockets, scope, cwd))
         try:
             socket.send_fds(self.sock, [message], [request_r, reply_w])
         except OSError as exc:
@@ -196,9 +202,7 @@ class Spawner:
             os.waitpid(self.pid, 0)
 
 
-def _serve(
-    sock: socket.socket, parent: int, init: bool, private_dirs: tuple[str, ...], scope: bool = False
-) -> None:
+def _serve(sock: socket.socket, parent: int, init: bool, scope: bool = False) -> None:
     """The fork server's loop: fork a sandbox per ``spawn``, close it on ``close``, until EOF."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if not init and os.getppid() != parent:  # (init's parent lies outside its namespace: ppid 0)
@@ -216,7 +220,10 @@ def _serve(
         with contextlib.suppress(OSError):  # without it the sweep falls back to the process group
             landlock_scope_self()
             scoped = True
-    clean = {path: _usage(path) for path in private_dirs if os.path.ismount(path)}  # our tmpfs
+    try:
+        sock.send(syscalls.install_submission_filter().encode())
+    except (OSError, RuntimeError) as exc:
+        sock.send(f"!{exc}".encode()[:MAX_MESSAGE])
     while True:
         message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
         if not message:
@@ -225,23 +232,9 @@ def _serve(
         sandbox, error = _start(message, fds, init, me, devnull, not inherited_nnp, scoped)
         command = sock.recv(MAX_MESSAGE)
         status = sandbox.close() if sandbox is not None else None
-        for path in private_dirs:
-            if path not in clean or _usage(path) != clean[path]:
-                empty_dir(path)
         if not command:
             return
         sock.send(marshal.dumps((status, error)))
-
-
-def _usage(path: str) -> tuple[int, int]:
-    """Free blocks and inodes of the file system at ``path``: unchanged since it was clean means
-    nothing was left there, and the wipe (a walk down to the mount points of a runtime bound
-    under a private ``/tmp``, ~0.7 ms per submission for a venv under ``/tmp``) is skipped. Used
-    only on a tmpfs of the worker's own (nobody else writes there): a submission can only add
-    entries (the folders leading to mount points are not empty, so not removable), and every
-    entry it adds takes an inode."""
-    stat = os.statvfs(path)
-    return stat.f_bfree, stat.f_ffree
 
 
 def _above_child_fds(fd: int) -> int:
@@ -258,9 +251,11 @@ def _start(
 ) -> tuple[Sandbox | None, str]:
     """Fork one sandbox from a spawn message; our copies of its pipe ends are closed after."""
     try:
-        limits, workdir, uid, block_sockets, scope = marshal.loads(message)
+        limits, workdir, uid, block_sockets, scope, cwd = marshal.loads(message)
         if len(fds) != 2:
             return None, f"expected 2 pipe ends, got {len(fds)}"
+        if cwd:
+            os.chdir(cwd)
         args: dict[str, Any] = {
             "uid": uid,
             "block_sockets": block_sockets,

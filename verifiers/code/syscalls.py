@@ -10,7 +10,18 @@ Built with libseccomp through ``pyseccomp`` (a ctypes binding; no compiler neede
 * reaching other processes or the kernel: ``ptrace``, ``process_vm_*``, ``bpf``, ``keyctl``,
   ``perf_event_open``, ``kexec_*``, module loading, ``userfaultfd``, ``io_uring_*``, ...;
 * running programs (``execve``/``execveat``): a submission is Python code in this process;
-* sockets other than ``AF_UNIX`` (there is no network in the sandbox either way).
+* sockets other than ``AF_UNIX`` (there is no network in the sandbox either way);
+* System V IPC (shared memory, message queues, semaphores) and POSIX message queues: objects
+  that outlive the process that made them, so a channel from one submission to the next (and
+  shared memory outside every rlimit). The worker's IPC namespace hides the host's; refusing the
+  calls also closes the channel between the submissions of one worker, and holds without a
+  namespace.
+
+:func:`install_submission_filter` stacks a second filter on the fork server, inherited by every
+submission but not by the worker: the calls that change a file's metadata (mode, extended
+attributes, timestamps). Landlock does not govern them, so without it a submission could change
+the host's files it can name (``/dev/null``'s timestamps) or its working dir's, a channel to the
+next submission; the worker keeps them, to clean up after a submission.
 """
 
 from __future__ import annotations
@@ -34,7 +45,16 @@ REFUSED = (
     "name_to_handle_at", "swapon", "swapoff", "reboot", "syslog", "acct", "quotactl",
     "settimeofday", "clock_settime", "adjtimex", "iopl", "ioperm", "lookup_dcookie",
     "execve", "execveat",
+    "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
+    "semtimedop", "semctl", "ipc", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive",
+    "mq_notify", "mq_getsetattr",
 )  # fmt: skip
+METADATA = (
+    "chmod", "fchmod", "fchmodat", "fchmodat2", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
+    "lremovexattr", "fremovexattr", "setxattrat", "removexattrat", "utime", "utimes", "futimesat",
+    "utimensat",
+)  # fmt: skip
+"""Refused to submissions only (:func:`install_submission_filter`)."""
 NAMESPACE_FLAGS = (
     0x00020000,  # CLONE_NEWNS
     0x02000000,  # CLONE_NEWCGROUP
@@ -58,11 +78,7 @@ def install() -> str:
         raise RuntimeError(f"pyseccomp/libseccomp unavailable ({IMPORT_ERROR})")
     refuse = seccomp.ERRNO(errno.EPERM)
     rules = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
-    for name in REFUSED:
-        try:
-            rules.add_rule(refuse, name)
-        except (ValueError, RuntimeError, OSError):  # a syscall this architecture lacks
-            continue
+    _refuse_all(rules, refuse, REFUSED)
     for flag in NAMESPACE_FLAGS:
         rules.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     # clone3 passes its flags in memory, where a filter cannot look: ENOSYS makes glibc fall
@@ -70,4 +86,26 @@ def install() -> str:
     rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
     rules.add_rule(seccomp.ERRNO(errno.EAFNOSUPPORT), "socket", seccomp.Arg(0, seccomp.NE, AF_UNIX))
     rules.load()  # sets no_new_privs first (libseccomp's default), so no root is needed
-    return f"seccomp filter (libseccomp): {len(REFUSED)} syscalls, namespace clone flags, non-unix sockets refused"
+    return (
+        f"seccomp filter (libseccomp): {len(REFUSED)} syscalls (System V IPC and POSIX message "
+        "queues among them), namespace clone flags, non-unix sockets refused"
+    )
+
+
+def _refuse_all(rules: object, refuse: object, names: tuple[str, ...]) -> None:
+    for name in names:
+        try:
+            rules.add_rule(refuse, name)  # type: ignore[attr-defined]
+        except (ValueError, RuntimeError, OSError):  # a syscall this architecture (or libseccomp) lacks
+            continue
+
+
+def install_submission_filter() -> str:
+    """Stack the metadata filter (:data:`METADATA`) on this process: the fork server calls it once,
+    so every submission inherits it at no cost per fork. Raises like :func:`install`."""
+    if seccomp is None:
+        raise RuntimeError(f"pyseccomp/libseccomp unavailable ({IMPORT_ERROR})")
+    rules = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
+    _refuse_all(rules, seccomp.ERRNO(errno.EPERM), METADATA)
+    rules.load()
+    return "file metadata calls (chmod, xattrs, timestamps) refused to submissions"

@@ -25,6 +25,9 @@ class CodeVerifier:
 
     Use :meth:`verify_batch` for many completions: it spreads them over the pool's workers.
     ``restricted=False`` skips the RestrictedPython layer (for testing the OS layers alone).
+    ``reveal_tests=True`` lets verdict details quote expected values and the test code's own
+    failure messages; by default they say only which case failed and what the submission did,
+    since details reach rollout logs and, in some setups, the model.
     """
 
     def __init__(
@@ -34,8 +37,10 @@ class CodeVerifier:
         limits: Limits | None = None,
         pool: SandboxPool | None = None,
         restricted: bool = True,
+        reveal_tests: bool = False,
     ) -> None:
         self.tests_key = tests_key
+        self.reveal_tests = reveal_tests
         self.limits = limits or Limits()
         self._pool = pool
         self.restricted = restricted
@@ -58,6 +63,7 @@ class CodeVerifier:
             "tests": task[self.tests_key],
             "limits": asdict(self.limits),
             "restricted": self.restricted,
+            "reveal_tests": self.reveal_tests,
         }
 
     def verify_batch(self, completions: Sequence[object], tasks: Sequence[Task]) -> list[Verdict]:
@@ -94,7 +100,8 @@ class CodeVerifier:
 
     def __repr__(self) -> str:
         return (
-            f"CodeVerifier(tests_key={self.tests_key!r}, limits={self.limits}, restricted={self.restricted})"
+            f"CodeVerifier(tests_key={self.tests_key!r}, limits={self.limits}, restricted={self.restricted}, "
+            f"reveal_tests={self.reveal_tests})"
         )
 
 

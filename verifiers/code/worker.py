@@ -11,10 +11,11 @@ fork inherits is small and known.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import os
-import shutil
+import resource
 import signal
 import sys
 import tempfile
@@ -26,6 +27,7 @@ from rlvr_gym.verifiers.code import policy
 from rlvr_gym.verifiers.code.codec import ChannelClosed, FrameReader, dumps, loads, write_frame
 from rlvr_gym.verifiers.code.harness import InvalidTests, Session, judge, mode_of, plan_ahead, validate_tests
 from rlvr_gym.verifiers.code.sandbox import (
+    JUDGE_MEMORY_ENV,
     PR_SET_CHILD_SUBREAPER,
     PR_SET_PDEATHSIG,
     Isolation,
@@ -37,8 +39,13 @@ from rlvr_gym.verifiers.code.sandbox import (
     sandbox_uid,
 )
 from rlvr_gym.verifiers.code.spawner import Spawner, SpawnerGone, setup_blob
+from rlvr_gym.verifiers.code.workspace import Workspace, WorkspaceStuck, empty_tree, remove_tree
 
 CACHED_SOURCE_CHARS = 20_000
+JUDGE_MEMORY_MB = 2048
+"""Address space the judge may add to what it holds after start-up (``RLIMIT_AS``, soft): the
+decoder's caps keep a submission's answers far below it; it is the backstop that turns a blow-up
+into a ``MemoryError`` (the submission's failure) instead of the host's out-of-memory killer."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -74,7 +81,9 @@ def _plan(spec: Mapping[str, Any]) -> tuple[tuple[bytes, ...], tuple[dict[str, A
     return frames, tuple(loads(frame) for frame in frames)
 
 
-def run_job(job: Mapping[str, Any], isolation: Isolation, spawner: Spawner) -> dict[str, Any]:
+def run_job(
+    job: Mapping[str, Any], isolation: Isolation, spawner: Spawner, workspace: Workspace | None = None
+) -> dict[str, Any]:
     """Policy check, then one sandboxed process judged to the end; always returns an outcome."""
     try:
         spec = validate_tests(job["tests"])
@@ -89,34 +98,39 @@ def run_job(job: Mapping[str, Any], isolation: Isolation, spawner: Spawner) -> d
             "errors": list(compiled.errors)[:5],
         }
     uid = sandbox_uid(isolation)
-    workdir = isolation.workdir or tempfile.mkdtemp(prefix="sandbox-")
-    if uid is not None and not isolation.workdir:
+    workdir = workspace.workdir if workspace else tempfile.mkdtemp(prefix="sandbox-")
+    if uid is not None and not workspace:
         os.chown(workdir, uid, uid)
     deadline = time.monotonic() + limits.wall_s
     ahead, requests = planned(spec)
     setup = setup_blob(compiled.code, bool(restricted), mode_of(spec), limits.output_bytes, requests)
     sandbox = spawner.spawn(
         limits,
-        None if isolation.workdir else workdir,  # the shared one was entered once (enter_workdir)
+        None if workspace else workdir,  # its path and environment were entered once (enter_workdir)
+        cwd=workdir,
         uid=uid,
         block_sockets=isolation.network.startswith("no network namespace"),
         scope=isolation.scope_children,
     )
+    session = Session(sandbox.request_fd, sandbox.reply_fd, deadline, ahead, setup, close=sandbox.close)
     try:
-        outcome = judge(spec, Session(sandbox.request_fd, sandbox.reply_fd, deadline, ahead, setup))
+        outcome = judge(spec, session, reveal=bool(job.get("reveal_tests", False)))
     finally:
-        status = sandbox.close()
-        if not isolation.workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
+        status = session.close()
+        if workspace:
+            workspace.reset()  # after every process of the submission is gone
+        else:
+            remove_tree(workdir)
     return {"status": "ran", **outcome.as_dict(), "exit_status": status}
 
 
-def supervise(worker: int) -> int:
+def supervise(worker: int, host_dir: str) -> int:
     """The parent of the worker: a subreaper that reaps everything left when the worker dies.
 
     If the pool has to kill a wedged worker, its sandbox processes are orphaned; without this
     they would be re-parented to init, which in some containers never reaps them (zombies).
-    Exits once the worker and every orphan are gone, with the worker's exit code.
+    Exits once the worker and every orphan are gone, with the worker's exit code, after removing
+    ``host_dir`` (the worker's folder in the host's ``/tmp``) and whatever was left in it.
     """
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)  # the pool's pipes belong to the worker alone
@@ -127,20 +141,43 @@ def supervise(worker: int) -> int:
         try:
             pid, status = os.wait()
         except ChildProcessError:
+            remove_host_dir(host_dir)
             return code
         if pid == worker:
             code = os.waitstatus_to_exitcode(status)
 
 
+HOST_DIR_WAIT_S = 1.0
+
+
+def remove_host_dir(host_dir: str) -> None:
+    """Remove the worker's folder in the host's ``/tmp``; what is left after
+    :data:`HOST_DIR_WAIT_S` (a tree on a disk where each ``rmdir`` costs milliseconds) is removed
+    by a detached process, so closing a pool never waits on a submission's litter."""
+    if empty_tree(host_dir, time.monotonic() + HOST_DIR_WAIT_S):
+        remove_tree(host_dir)
+        return
+    if os.fork() == 0:  # the remover is a grandchild, orphaned at once: nobody waits on it
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                remove_tree(host_dir)
+        finally:
+            os._exit(0)
+    with contextlib.suppress(ChildProcessError):
+        os.wait()
+
+
 def main() -> int:
     """Fork the worker under a reaping supervisor; serve jobs until the pool closes our stdin."""
     namespaces = enter_pid_namespace()
+    host_dir = tempfile.mkdtemp(prefix="sandbox-worker-")
     pid_r, pid_w = os.pipe()
     worker = os.fork()
     if worker:
         os.write(pid_w, str(worker).encode())  # its pid as the host sees it
         os.close(pid_w)
-        return supervise(worker)
+        return supervise(worker, host_dir)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     os.close(pid_w)
     host_pid = int(os.read(pid_r, 32))
@@ -155,18 +192,20 @@ def main() -> int:
     policy.prepare_globals("submission", "__main__")
     gc.collect()
     gc.freeze()  # forked children's GC then never touches (and copies) the worker's objects
-    isolation = isolate_worker(namespaces, host_pid)
-    if isolation.workdir:
-        enter_workdir(isolation.workdir)
+    limit_judge_memory()
+    isolation = isolate_worker(namespaces, host_pid, host_dir)
+    workspace = None
+    if isolation.private_dirs:
+        workspace = Workspace(isolation.private_dirs[0], sandbox_uid(isolation))
+        enter_workdir(workspace.workdir)
     if missing:
         isolation.notes.append(f"modules to preload that failed to import: {', '.join(missing)}")
-    spawner = Spawner(
-        init=isolation.spawner_init,
-        private_dirs=tuple(isolation.private_dirs),
-        worker_fds=(in_fd, out_fd),
-        scope=isolation.scope_children,
-    )
-    write_frame(out_fd, {"isolation": isolation.as_dict(), "pid": host_pid})
+    spawner = Spawner(init=isolation.spawner_init, worker_fds=(in_fd, out_fd), scope=isolation.scope_children)
+    if spawner.filter.startswith("!"):
+        isolation.missing.append(f"seccomp filter of the submissions' own: {spawner.filter[1:]}")
+    elif isolation.seccomp:
+        isolation.seccomp += f"; {spawner.filter}"
+    write_frame(out_fd, {"isolation": isolation.as_dict(), "pid": host_pid, "host_dir": host_dir})
     jobs = FrameReader(in_fd)
     while True:
         try:
@@ -175,15 +214,35 @@ def main() -> int:
             spawner.close()
             return 0
         try:
-            outcome = run_job(job, isolation, spawner)
+            outcome = run_job(job, isolation, spawner, workspace)
         except (KeyboardInterrupt, SystemExit):
             raise
-        except SpawnerGone as exc:  # nothing more can run here: answer, then let the pool replace us
+        except (SpawnerGone, WorkspaceStuck) as exc:  # nothing more can run here: answer, then let the pool replace us
             write_frame(out_fd, {"status": "error", "errors": [str(exc)], "retire": True})
             return 1
         except BaseException as exc:  # noqa: BLE001 - a verifier bug: report it, keep serving
             outcome = {"status": "error", "errors": [f"{type(exc).__name__}: {exc}"]}
         write_frame(out_fd, outcome)
+
+
+def limit_judge_memory() -> None:
+    """Cap this process's address space (soft ``RLIMIT_AS``) at what it maps now plus
+    :data:`JUDGE_MEMORY_MB` (``RLVR_GYM_JUDGE_MEMORY_MB``, 0 = no cap). Read before the walls
+    hide ``/proc``; the fork server and each submission set their own limits below it."""
+    budget = int(os.environ.get(JUDGE_MEMORY_ENV, JUDGE_MEMORY_MB)) << 20
+    if budget <= 0:
+        return
+    try:
+        with open("/proc/self/statm") as handle:
+            mapped = int(handle.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = mapped + budget
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    if soft == resource.RLIM_INFINITY or cap < soft:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
 if __name__ == "__main__":
