@@ -86,7 +86,9 @@ IPC_KEY = 0x52000000 + os.getpid() % 0x10000
 MQ_NAME = f"/rlvr-probe-{os.getpid()}"
 IPC_LIBC = LIBC + f"KEY, MQ = {IPC_KEY}, {MQ_NAME.encode()!r}\n"
 
-LEAVE_IPC = IPC_LIBC + """import os
+LEAVE_IPC = (
+    IPC_LIBC
+    + """import os
 libc.shmget(KEY, 1 << 20, 0o1000 | 0o666)  # IPC_CREAT: a segment outside every rlimit
 libc.msgget(KEY, 0o1000 | 0o666)
 libc.semget(KEY, 1, 0o1000 | 0o666)
@@ -94,14 +96,18 @@ libc.mq_open(MQ, os.O_CREAT | os.O_RDWR, 0o666, None)
 def f():
     return 'no'
 """
+)
 """With the next probe: System V shared memory, a message queue, a semaphore set and a POSIX
 message queue outlive the submission that made them (no IPC namespace, calls allowed)."""
 
-IPC_WAS_LEFT = IPC_LIBC + """import os
+IPC_WAS_LEFT = (
+    IPC_LIBC
+    + """import os
 def f():
     found = [libc.shmget(KEY, 0, 0), libc.msgget(KEY, 0), libc.semget(KEY, 0, 0), libc.mq_open(MQ, os.O_RDONLY)]
     return 'escaped' if any(handle >= 0 for handle in found) else 'no'
 """
+)
 
 LEAVE_MARKS = """import os
 def mark(path):
@@ -136,18 +142,22 @@ HONEST_WRITER = "open('out.txt', 'w').write('x')\ndef f():\n    return 'escaped'
 
 RUNNER = "import sys\nr = sys.modules['rlvr_gym.verifiers.code.runner']\n"
 
-SPY_ON_LARGE_ANSWERS = RUNNER + """plain = r.write_frame
+SPY_ON_LARGE_ANSWERS = (
+    RUNNER
+    + """plain = r.write_frame
 def spy(fd, message):
+    large = len(str(message)) > 1 << 19
     plain(fd, message)  # blocks until the judge has read most of a large answer
-    if len(str(message)) > 1 << 19:
+    if large:
         saw_it_read()
 r.write_frame = spy
 """
+)
 
 READ_ORDER = (
     "import os\ndef saw_it_read():\n    os._exit(42)\n"
     + SPY_ON_LARGE_ANSWERS
-    + "def f(x):\n    return 'x' * (1 << 20) if x == 1 else 0\n"
+    + "def f(x):\n    return 'x' * (4 << 20) if x == 1 else 0\n"
 )
 """Exits 42 once the judge has read its (large) answer to call 1: the judge that read answer
 i+1 only after assert i held told a submission which asserts passed."""
@@ -248,7 +258,9 @@ def issue24_probes(pool: SandboxPool, verifier: CodeVerifier, escaped: dict) -> 
             statuses.append(outcome.get("exit_status"))
         results["read-order-shows-the-outcome"] = statuses[0] != statuses[1] or statuses[0] != 42 << 8
         bits = [secrets.randbelow(2) for _ in range(FORGE_BITS)]
-        case = "".join(f"assert f({i}) == {bit}\n" for i, bit in enumerate(bits)) + f"assert f({FORGE_BITS})\n"
+        case = (
+            "".join(f"assert f({i}) == {bit}\n" for i, bit in enumerate(bits)) + f"assert f({FORGE_BITS})\n"
+        )
         forge_task = {"tests": {"kind": "assert", "entry_point": "f", "cases": [case]}}
         forge = f"N = {FORGE_BITS}\n" + FORGE
         results["forged pass in 12 attempts"] = any(
@@ -263,7 +275,9 @@ def issue24_probes(pool: SandboxPool, verifier: CodeVerifier, escaped: dict) -> 
             worker = pool._workers[0]
             grew = worker is not None and _peak_memory(worker.pid) - before > 100_000
             results[name] = _breached(verdict) or slow or grew
-        results["control: honest code after the judge's costs"] = verifier(fenced(HONEST_WRITER), escaped).passed
+        results["control: honest code after the judge's costs"] = verifier(
+            fenced(HONEST_WRITER), escaped
+        ).passed
         results["host folder"] = getattr(worker, "host_dir", "")
     finally:
         _ipc_cleanup()

@@ -164,7 +164,8 @@ class Budget:
             raise CodecError(f"the answers exceed {MAX_ANSWER_BYTES} bytes")
         structure = _STRING.sub(b'""', payload) if len(payload) > SMALL_FRAME else payload
         containers = structure.count(b"[") + structure.count(b"{")
-        self.elements -= containers + structure.count(b",") + 1  # every value but the first of a container follows a comma
+        # every value but the first of a container follows a comma
+        self.elements -= containers + structure.count(b",") + 1
         if self.elements < 0:
             raise CodecError(f"the answers hold more than {MAX_ELEMENTS} values")
         return containers > MAX_DEPTH

@@ -369,7 +369,9 @@ def _run_calls(spec: Mapping[str, Any], session: Session, outcome: Outcome) -> N
         if same_value(got, case["expected"]):
             outcome.passed += 1
         else:
-            outcome.fail(f"case {index}: wrong answer {safe_repr(got)}", f"expected {safe_repr(case['expected'])}")
+            outcome.fail(
+                f"case {index}: wrong answer {safe_repr(got)}", f"expected {safe_repr(case['expected'])}"
+            )
 
 
 def normalize_output(text: str) -> str:
@@ -592,7 +594,9 @@ def _top_level_names(source: str) -> frozenset[str]:
         elif isinstance(node, ast.Import | ast.ImportFrom):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
         else:
-            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+            names.update(
+                n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            )
     return frozenset(names)
 
 
@@ -613,7 +617,9 @@ def _literal_only(source: str, target: str) -> int:
     calls = 0
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names:
-            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords
+            ):
                 return -1
             if not all(_literal(a)[0] for a in [*node.args, *(k.value for k in node.keywords)]):
                 return -1

@@ -181,7 +181,13 @@ def pivot_to_minimal_root(new_root: str) -> str:
     # The private /tmp first: a runtime under /tmp (a venv in a CI checkout made by mktemp) is then
     # bound on top of it and stays visible; the wipe leaves mount points alone.
     os.makedirs(new_root + "/tmp")
-    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMP_SIZE},nr_inodes={TMP_INODES},mode=1777")
+    mount(
+        "tmpfs",
+        new_root + "/tmp",
+        "tmpfs",
+        MS_NOSUID | MS_NODEV,
+        f"size={TMP_SIZE},nr_inodes={TMP_INODES},mode=1777",
+    )
     for path in _runtime_roots():
         _bind(path, new_root)
     sites = site_dirs()

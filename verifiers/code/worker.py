@@ -217,7 +217,7 @@ def main() -> int:
             outcome = run_job(job, isolation, spawner, workspace)
         except (KeyboardInterrupt, SystemExit):
             raise
-        except (SpawnerGone, WorkspaceStuck) as exc:  # nothing more can run here: answer, then let the pool replace us
+        except (SpawnerGone, WorkspaceStuck) as exc:  # nothing more runs here: answer, then retire
             write_frame(out_fd, {"status": "error", "errors": [str(exc)], "retire": True})
             return 1
         except BaseException as exc:  # noqa: BLE001 - a verifier bug: report it, keep serving

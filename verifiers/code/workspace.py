@@ -90,7 +90,10 @@ def _sweep(device: int) -> list[str]:
 def empty_tree(path: str, deadline: float | None = None) -> bool:
     """Remove everything below ``path`` (not ``path`` itself), iteratively; the cwd is kept.
     Stops at ``deadline`` (``time.monotonic()``); whether it got to the end."""
-    back = os.open(".", os.O_PATH | os.O_CLOEXEC)  # (O_PATH: the cwd may be one Landlock hides)
+    try:  # (O_PATH: the cwd may be one Landlock hides; a trash folder we locked bars even that)
+        back: int | None = os.open(".", os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        back = None
     try:
         if not _enter(path):
             return False
@@ -112,8 +115,11 @@ def empty_tree(path: str, deadline: float | None = None) -> bool:
                 _remove(names.pop(), True)  # fails only where a mount point lies below
         return True
     finally:
-        os.fchdir(back)
-        os.close(back)
+        if back is None:
+            os.chdir(path)
+        else:
+            os.fchdir(back)
+            os.close(back)
 
 
 def remove_tree(path: str) -> None:
@@ -140,9 +146,11 @@ class Workspace:
         self.own_mount = os.path.ismount(private)  # a tmpfs of ours: nobody else writes there
         self.trash: list[str] = []
         self.dirty = 0
+        self._lock(writable=True)
         empty_tree(private)
         self.clean = self._usage()
         self._make()
+        self._lock(writable=False)
 
     def _usage(self) -> tuple[int, int] | None:
         """Free blocks and inodes of our own tmpfs: unchanged since it was clean means nothing
@@ -153,44 +161,40 @@ class Workspace:
         return usage.f_bfree, usage.f_ffree
 
     def _make(self) -> None:
-        if not self.own_mount:  # the private dir is writable only while we make the working dir
-            os.chmod(self.private, 0o700)
         os.mkdir(self.workdir, 0o700)
         if self.uid is not None:
             os.chown(self.workdir, self.uid, self.uid)
+
+    def _lock(self, writable: bool) -> None:
+        """Outside a reset the host folder is neither writable nor listable (the mode bits bind
+        its owner too, and submissions cannot change them): a submission writes only in its
+        working dir and sees no trash folder's name."""
         if not self.own_mount:
-            os.chmod(self.private, 0o711 if self.uid is not None else 0o500)
+            os.chmod(self.private, 0o700 if writable else 0o711 if self.uid is not None else 0o100)
 
     def _left_nothing(self) -> bool:
-        """Outside the working dir: only our own tmpfs can hold something (the host folder of
-        the Landlock mode is not writable by submissions)."""
+        """Outside the working dir only our own tmpfs can hold something."""
         return self.clean is None or self._usage() == self.clean
 
     def _to_trash(self) -> None:
         """Move the working dir out of the next submission's reach, to be removed later."""
         self.dirty += 1
         trash = os.path.join(self.private, f".trash-{self.dirty}")
-        os.chmod(self.private, 0o700)
-        try:
-            os.rename(self.workdir, trash)
-            os.chmod(trash, 0)
-        finally:
-            os.chmod(self.private, 0o711 if self.uid is not None else 0o500)
+        os.rename(self.workdir, trash)
+        os.chmod(trash, 0)
         self.trash.append(trash)
 
     def _collect(self, deadline: float) -> None:
         while self.trash and time.monotonic() < deadline:
-            if empty_tree(self.trash[0], deadline):
-                os.chmod(self.private, 0o700)
-                try:
-                    os.rmdir(self.trash.pop(0))
-                finally:
-                    os.chmod(self.private, 0o711 if self.uid is not None else 0o500)
+            if not empty_tree(self.trash[0], deadline):
+                return
+            os.rmdir(self.trash.pop(0))
 
     def reset(self) -> None:
         """After a submission (all its processes gone): remove its working dir and whatever else
         it left, and make the next one. Raises :class:`WorkspaceStuck` if that fails."""
         try:
+            self._lock(writable=True)
             try:
                 os.rmdir(self.workdir)
                 clean = self._left_nothing()
@@ -203,5 +207,6 @@ class Workspace:
             self._make()
             if self.trash:
                 self._collect(time.monotonic() + TRASH_SLICE_S)
+            self._lock(writable=False)
         except OSError as exc:
             raise WorkspaceStuck(exc.errno, f"the working dir could not be replaced: {exc}") from None
