@@ -171,14 +171,13 @@ libc.shmat.restype = ctypes.c_void_p
 def channel():
     handle = libc.shmget(KEY + 1, 4096, 0o1000 | 0o666)
     return libc.shmat(handle, None, 0) if handle >= 0 else None
+WHERE = channel()  # mapped before any answer: saving is then one memmove
 def load():
-    where = channel()
-    state = ctypes.string_at(where, 64).rstrip(b'\\0') if where not in (None, 2**64 - 1) else b''
+    state = ctypes.string_at(WHERE, 64).rstrip(b'\\0') if WHERE not in (None, 2**64 - 1) else b''
     return state[:-1] + b'1' if state.endswith(b'?') else state  # a guess of 0 never confirmed: it was 1
 def save(state):
-    where = channel()
-    if where not in (None, 2**64 - 1):
-        ctypes.memmove(where, state.ljust(64, b'\\0'), 64)
+    if WHERE not in (None, 2**64 - 1):
+        ctypes.memmove(WHERE, state.ljust(64, b'\\0'), 64)
 known = load()
 j = len(known)
 def saw_it_read():
@@ -192,7 +191,7 @@ if j < N:
         return int(known[x:x + 1])
     if x == j:
         return 0
-    return 'x' * (1 << 20) if x == j + 1 else 0
+    return 'x' * (4 << 20) if x == j + 1 else 0
 """
 )
 """The forged pass of issue 24: learns the hidden expected bits one per attempt, by whether the
@@ -203,7 +202,7 @@ PATCH_ENCODER = RUNNER + "r.encode_value = lambda value: {}\ndef f():\n    retur
 JUDGE_COSTS = {
     "colliding-set": PATCH_ENCODER.format("{'s': [i * (2 ** 61 - 1) for i in range(1, 100_001)]}"),
     "eight-mb-of-lists": PATCH_ENCODER.format("[[]] * 2_700_000"),
-    "float-overflow": PATCH_ENCODER.format("{'c': [10 ** 400, 0]}"),
+    "float-overflow": "def f():\n    return 10 ** 4000\n",  # its task expects a float
     "deep-answer": RUNNER
     + "def deep(value):\n    for _ in range(900):\n        value = [value]\n    return value\n"
     + "r.encode_value = deep\ndef f():\n    return 0\n",
@@ -211,8 +210,8 @@ JUDGE_COSTS = {
     "def f():\n    return 'no'\n",
 }
 """Answers that cost the judge what the submission chooses: a set of ints with one hash (its
-construction quadratic), 8 MB of empty lists (~200 MB decoded), a complex of a huge int (an
-``OverflowError`` while decoding), 900-deep nesting; and a 2,000-deep working dir for the
+construction quadratic), 8 MB of empty lists (~200 MB decoded), an int too large for the float
+the task expects (an ``OverflowError`` while comparing), 900-deep nesting; and a 2,000-deep working dir for the
 cleanup. Breached when the verdict is ``error``, or slow, or the worker's memory jumps."""
 
 
@@ -270,7 +269,12 @@ def issue24_probes(pool: SandboxPool, verifier: CodeVerifier, escaped: dict) -> 
         for name, program in JUDGE_COSTS.items():
             before = _peak_memory(worker.pid) if worker else 0
             start = time.monotonic()
-            verdict = verifier(fenced(program), escaped)
+            task = (
+                escaped
+                if name != "float-overflow"
+                else {"tests": {**escaped["tests"], "cases": [{"expected": 0.5}]}}
+            )
+            verdict = verifier(fenced(program), task)
             slow = time.monotonic() - start > verifier.limits.wall_s + 2
             worker = pool._workers[0]
             grew = worker is not None and _peak_memory(worker.pid) - before > 100_000
