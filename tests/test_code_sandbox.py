@@ -297,7 +297,8 @@ def test_the_pool_uses_both_workers_and_replaces_a_dead_one(pool, verifier):
     probe = "from rlvr_gym.verifiers.code import sandbox\nraise AssertionError(sandbox.HOST_PID)"
     task = {"tests": {"kind": "assert", "cases": [probe]}}
     program = fenced("for i in range(300_000):\n    pass\ndef f():\n    return 1")
-    verdicts = verifier.verify_batch([program] * 6, [task] * 6)
+    revealing = CodeVerifier(limits=FAST, pool=pool, reveal_tests=True)  # the test's message shows
+    verdicts = revealing.verify_batch([program] * 6, [task] * 6)
     workers = {v.details["failures"][0].rsplit(" ", 1)[-1] for v in verdicts}
     assert len(workers) == 2, workers
     pool._workers[0].process.kill()
@@ -496,8 +497,9 @@ def test_answers_ahead_follow_the_tests_order_and_state():
 
 def test_answers_ahead_keep_the_verdict_of_one_call_at_a_time(verifier):
     """A stateful program still passes (planned calls run first, in the tests' order; round
-    trips after them); an unreached planned call that would hang does not turn a wrong answer
-    into a timeout: the judge stops at the first failed assert and kills the sandbox."""
+    trips after them); a planned call that hangs, which the tests never needed (they failed
+    before it), does not turn a wrong answer into a timeout: the judge reads every planned
+    answer before judging (so it waits out the budget), then decides on the answers that came."""
     task = {"tests": {"kind": "assert", "entry_point": "f", "cases": [CHECK + "\ncheck(f)\n"]}}
     counter = "n = 0\ndef f(a=0, b=0):\n    global n\n    n += 1\n    return n if n < 3 else a + b + 1\n"
     assert verifier(fenced(counter), task).passed

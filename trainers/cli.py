@@ -102,7 +102,7 @@ def cmd_sandbox_info(args: argparse.Namespace) -> int:
     with SandboxPool(1) as pool:
         isolation = pool.isolation
     print(f"running as uid {os.geteuid()}")
-    for layer in ("filesystem", "pid", "network", "seccomp", "uid"):
+    for layer in ("filesystem", "pid", "network", "ipc", "seccomp", "uid"):
         print(f"{layer:<11} {isolation[layer]}")
     for note in isolation["notes"]:
         print(f"note        {note}")
