@@ -129,10 +129,14 @@ def test_the_working_dir_is_replaced_not_wiped(tmp_path):
 
 
 @pytest.mark.slow
-def test_details_show_expected_values_only_when_the_env_opts_in():
+def test_details_show_expected_values_only_when_the_env_opts_in_and_the_judge_is_capped():
     task = {"tests": {"kind": "calls", "fn": "f", "cases": [{"args": [], "expected": "secret-value"}]}}
     asserts = {"tests": {"kind": "assert", "cases": ["assert f() == 'secret-value', 'wanted secret-value'"]}}
     with SandboxPool(1) as pool:
+        judge = pool._workers[0] or pool._worker(0)
+        with open(f"/proc/{judge.pid}/limits") as handle:  # the judge itself is under a memory cap
+            soft = next(line.split()[3] for line in handle if line.startswith("Max address space"))
+        assert soft != "unlimited" and int(soft) < 64 << 30, soft
         for reveal in (False, True):
             verifier = CodeVerifier(limits=Limits(wall_s=3.0, cpu_s=2), pool=pool, reveal_tests=reveal)
             for spec in (task, asserts):
