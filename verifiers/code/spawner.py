@@ -154,7 +154,7 @@ class Spawner:
         self.pid, self.sock = pid, ours
         self.sock.set_inheritable(False)
         hello = self.sock.recv(MAX_MESSAGE)
-        self.filter: str = hello.decode() if hello else "the fork server exited at start"
+        self.filter: str = hello.decode() if hello else "!the fork server exited at start"
         """What :func:`.syscalls.install_submission_filter` said, or why it failed (``!`` first)."""
 
     def spawn(
