@@ -34,10 +34,13 @@ class CodeEnv(SingleTurnEnv):
         limits: Limits | None = None,
         pool: SandboxPool | None = None,
         restricted: bool = True,
+        reveal_tests: bool = False,
         **env_options: Any,
     ) -> None:
         super().__init__(**env_options)
-        self.verifier = CodeVerifier("tests", limits=limits, pool=pool, restricted=restricted)
+        self.verifier = CodeVerifier(
+            "tests", limits=limits, pool=pool, restricted=restricted, reveal_tests=reveal_tests
+        )
         self.rubric = Rubric({"correct": self.verifier})
 
     def wrong_completions(self, task: Task) -> list[str]:

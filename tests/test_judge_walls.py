@@ -145,3 +145,10 @@ def test_details_show_expected_values_only_when_the_env_opts_in_and_the_judge_is
                 shown = json.dumps(dict(verdict.details))
                 assert ("secret-value" in shown) is reveal, shown
                 assert "nope" in shown or spec is asserts
+
+
+def test_a_code_env_opts_in_to_revealing_tests():
+    from rlvr_gym import envs
+
+    assert envs.make("humaneval").verifier.reveal_tests is False
+    assert envs.make("humaneval", reveal_tests=True).verifier.reveal_tests is True
