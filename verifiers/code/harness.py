@@ -268,7 +268,7 @@ def _describe(exc: BaseException, reveal: bool) -> tuple[str, str]:
     """How a failed test reads: the exception's type, and its message as shown or as secret
     (a message the test code made may hold an expected value; the submission's own may show)."""
     if getattr(exc, "_from_sandbox", False):
-        return f"the submission raised {type(exc).__name__}: {exc}", ""
+        return f"{type(exc).__name__} from the submission: {exc}", ""
     return type(exc).__name__, str(exc)
 
 
@@ -558,7 +558,7 @@ def judge(spec: Mapping[str, Any], session: Session, *, reveal: bool = False) ->
 
 def covers_every_call(spec: Mapping[str, Any], planned: int) -> bool:
     """Whether the ``planned`` requests are every request the tests can make: then the sandbox
-    can be closed before any test code runs. ``calls``/``stdio``: one per case. ``assert``: only
+    can be closed before any test code runs. ``calls``/``stdio``/``run``: one per case. ``assert``: only
     when every use of the entry point in the test code is a call with literal arguments (or
     passes it to a function the test defines, HumanEval's ``check(candidate)``) and the tests
     name nothing else of the submission's."""
