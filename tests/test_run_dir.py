@@ -33,9 +33,9 @@ def test_states(tmp_path):
     (tmp_path / "empty").mkdir()
     assert run_dir.inspect(tmp_path / "empty").state == "fresh"
     assert run_dir.inspect(fake_run(tmp_path / "failed-start")).state == "fresh"  # config.json, no steps
-    assert run_dir.inspect(fake_run(tmp_path / "done", checkpoints=(25, 50), final=True, metrics=50)).state == (
-        "finished"
-    )
+    assert run_dir.inspect(
+        fake_run(tmp_path / "done", checkpoints=(25, 50), final=True, metrics=50)
+    ).state == ("finished")
     killed = run_dir.inspect(fake_run(tmp_path / "killed", checkpoints=(25,), metrics=30))
     assert killed.state == "resumable" and killed.checkpoint_step == 25
     assert run_dir.inspect(fake_run(tmp_path / "stopped", metrics=3)).state == "stopped"
