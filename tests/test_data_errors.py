@@ -97,3 +97,17 @@ def test_a_hub_model_offline_fails_fast_and_leaves_nothing(tmp_path, capsys, mon
     assert time.perf_counter() - started < 10
     assert "someone/not-cached-model" in err and ("HF_HUB_OFFLINE" in err or "unreachable" in err)
     assert not out.exists(), "a refused run left its output folder behind"
+
+
+def test_plan_of_a_hub_id_without_a_route_is_one_line_in_seconds(capsys, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    from rlvr_gym.backends.planning.memory_plan import load_shape
+    from rlvr_gym.error import InvalidArgument
+
+    started = time.perf_counter()
+    with pytest.raises(InvalidArgument, match="hub is unreachable"):
+        load_shape("someone/not-cached-model")
+    assert time.perf_counter() - started < 5
+    err = one_line_error(capsys, ["plan", "--model", "someone/not-cached-model", "--env", "arith"])
+    assert "hub is unreachable" in err
