@@ -172,3 +172,14 @@ def test_overwrite_replaces_the_run_whole_and_old_checkpoints_are_rotated(warm_a
     assert main(cli_train(warm_arith_model, out, "--max-steps", "3", "--resume")) == 0
     assert "resuming from checkpoint-2" in capsys.readouterr().out
     assert [r["step"] for r in read_metrics(out)] == [1, 2, 3] and checkpoints(out) == [2, 3]
+
+
+def test_an_eval_before_training_leaves_the_folder_fresh(tmp_path):
+    """examples/eval_before_after.py evaluates the base model into RUN_DIR/eval-before first."""
+    from rlvr_gym.trainers.evaluate import SETTINGS_FILE
+
+    (tmp_path / "run" / "eval-before").mkdir(parents=True)
+    (tmp_path / "run" / "eval-before" / SETTINGS_FILE).write_text("{}")
+    assert run_dir.inspect(tmp_path / "run").state == "fresh"
+    (tmp_path / "run" / "notes.txt").write_text("mine")
+    assert run_dir.inspect(tmp_path / "run").state == "foreign"

@@ -5,8 +5,9 @@ A training run owns its folder (``config.json``, ``metrics.jsonl``, ``checkpoint
 old checkpoints stay beside the new ones and a later ``--resume`` picks the wrong one. So the
 folder is classified first, before any model is built or loaded:
 
-- ``fresh``: missing, empty, or left by a start that failed before its first logged step
-  (only ``config.json``/``audit.json`` and the tiny/warm-start models) — a new run may start;
+- ``fresh``: missing, empty, holding only evals (an "eval before training" in ``RUN_DIR/eval-before``),
+  or left by a start that failed before its first logged step (only ``config.json``/``audit.json``
+  and the tiny/warm-start models) — a new run may start;
 - ``resumable``: a run with a complete ``checkpoint-N`` and no ``final/`` (killed or stopped);
 - ``finished``: a run with ``final/``;
 - ``stopped``: a run that logged steps but has neither a checkpoint nor ``final/``;
@@ -28,6 +29,7 @@ from rlvr_gym.backends.trl import last_checkpoint
 from rlvr_gym.error import InvalidArgument, MissingPath
 
 CONFIG_FILE = "config.json"
+EVAL_SETTINGS_FILE = "eval_settings.json"  # trainers.evaluate.SETTINGS_FILE (evaluate imports this module)
 FINAL_DIR = "final"
 RUN_KEYS = frozenset({"env_id", "max_steps", "num_generations", "output_dir"})
 """Keys every saved ``RunConfig`` has: a ``config.json`` with them is a run's, not a model's."""
@@ -83,6 +85,8 @@ def inspect(folder: str | Path) -> RunFolder:
     if not path.is_dir():
         return RunFolder(path, "foreign", None, None)
     entries = {p.name for p in path.iterdir()}
+    evals = {name for name in entries if (path / name / EVAL_SETTINGS_FILE).is_file()}
+    entries -= evals  # an eval of the base model before training belongs beside the run
     if not entries:
         return RunFolder(path, "fresh", None, None)
     config = read_run_config(path)
