@@ -181,5 +181,7 @@ def test_an_eval_before_training_leaves_the_folder_fresh(tmp_path):
     (tmp_path / "run" / "eval-before").mkdir(parents=True)
     (tmp_path / "run" / "eval-before" / SETTINGS_FILE).write_text("{}")
     assert run_dir.inspect(tmp_path / "run").state == "fresh"
+    (tmp_path / "run" / "tiny-model").mkdir()  # the example builds its base model there too
+    assert run_dir.inspect(tmp_path / "run").state == "fresh"
     (tmp_path / "run" / "notes.txt").write_text("mine")
     assert run_dir.inspect(tmp_path / "run").state == "foreign"

@@ -90,7 +90,7 @@ def inspect(folder: str | Path) -> RunFolder:
     if not entries:
         return RunFolder(path, "fresh", None, None)
     config = read_run_config(path)
-    if config is None:
+    if config is None and (CONFIG_FILE in entries or not entries <= LEFT_BY_A_FAILED_START):
         return RunFolder(path, "foreign", None, None)
     checkpoint = last_checkpoint(path)
     if (path / FINAL_DIR).is_dir():
