@@ -85,6 +85,9 @@ class RunConfig:
     Console and logs: ``verbose`` prints the raw per-step dict and the libraries' own bars (else
     one live progress line); ``report_to`` names trackers (``tensorboard``, ``wandb``);
     ``rollout_log_steps`` samples training rollouts to ``rollouts.jsonl`` every N steps (0: off).
+
+    Checkpoints: ``checkpoint-N/`` every ``save_steps``; only the last ``keep_checkpoints`` stay
+    on disk (0: all), beside ``final/`` (TRL's ``save_total_limit`` deletes the older ones).
     """
 
     model: str | None = None
@@ -116,6 +119,7 @@ class RunConfig:
     output_dir: str = "runs/grpo"
     logging_steps: int = 1
     save_steps: int = 25
+    keep_checkpoints: int = 2
     report_to: tuple[str, ...] = ()
     verify_timeout_s: float = 60.0
     verbose: bool = False
@@ -141,6 +145,14 @@ class RunConfig:
         if self.num_generations < 2:
             raise InvalidArgument(
                 f"num_generations must be >= 2 (GRPO compares completions in a group), got {self.num_generations}"
+            )
+        if (
+            isinstance(self.keep_checkpoints, bool)
+            or not isinstance(self.keep_checkpoints, int)
+            or self.keep_checkpoints < 0
+        ):
+            raise InvalidArgument(
+                f"keep_checkpoints must be an integer >= 0 (0: keep all), got {self.keep_checkpoints!r}"
             )
         if self.warm_start_steps < 0:
             raise InvalidArgument(f"warm_start_steps must be >= 0, got {self.warm_start_steps}")

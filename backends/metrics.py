@@ -170,6 +170,22 @@ def reward_keys(rows: list[dict[str, Any]]) -> list[str]:
     return sorted({k for r in rows for k in r if k.startswith("reward/") and k.endswith("/mean")})
 
 
+def ema_weight(points: int) -> float:
+    """The smoothing weight for a curve of ``points`` steps: ~10-step memory on a long run, none
+    on a handful of steps (where every point is already visible)."""
+    return min(0.9, max(0.0, 1.0 - 10.0 / points)) if points else 0.0
+
+
+def ema(values: list[float], weight: float) -> list[float]:
+    """Exponential moving average with TensorBoard's debiasing (the first points are not pulled
+    towards 0): ``s_t = w·s_{t-1} + (1-w)·x_t``, divided by ``1 - w^t``."""
+    out, last = [], 0.0
+    for t, value in enumerate(values, 1):
+        last = weight * last + (1 - weight) * value
+        out.append(last / (1 - weight**t) if weight else value)
+    return out
+
+
 def plot_series(
     rows: list[dict[str, Any]],
     series: dict[str, str],
@@ -179,8 +195,13 @@ def plot_series(
     ylabel: str,
     ylim: tuple[float, float] | None = None,
     dashed: tuple[str, ...] = (),
+    smooth: bool = False,
 ) -> Path | None:
-    """A PNG of ``series`` (legend label -> metrics key) against step; ``None`` if none was logged."""
+    """A PNG of ``series`` (legend label -> metrics key) against step; ``None`` if none was logged.
+
+    ``smooth``: each curve is drawn as its EMA (:func:`ema`, weight :func:`ema_weight`), with the
+    raw per-step values faint behind it — per-step GRPO metrics are noisy enough to hide a trend.
+    """
     present = {label: key for label, key in series.items() if any(key in r for r in rows)}
     if not present:
         return None
@@ -190,14 +211,19 @@ def plot_series(
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for label, key in present.items():
+    for index, (label, key) in enumerate(present.items()):
         points = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), int | float)]
-        ax.plot(
-            [s for s, _ in points],
-            [v for _, v in points],
-            label=label,
-            linestyle="--" if label in dashed else "-",
-        )
+        steps, values = [s for s, _ in points], [v for _, v in points]
+        style = "--" if label in dashed else "-"
+        weight = ema_weight(len(values)) if smooth else 0.0
+        if weight:
+            color = f"C{index % 10}"
+            ax.plot(steps, values, color=color, alpha=0.2, linewidth=0.8, linestyle=style)
+            ax.plot(
+                steps, ema(values, weight), color=color, label=f"{label} (EMA {weight:.2f})", linestyle=style
+            )
+        else:
+            ax.plot(steps, values, label=label, linestyle=style)
     ax.set_xlabel("step")
     ax.set_ylabel(ylabel)
     if ylim is not None:
@@ -227,4 +253,5 @@ def plot_rewards(run_dir: str | Path, out_name: str = "reward_curve.png") -> Pat
         ylabel="reward",
         ylim=(-0.05, 1.05),
         dashed=("accuracy",),
+        smooth=True,
     )

@@ -78,6 +78,7 @@ def trl_config(config: RunConfig, rewards: EnvRewards, **overrides: Any):
         logging_steps=config.logging_steps,
         save_strategy="steps",
         save_steps=config.save_steps,
+        save_total_limit=config.keep_checkpoints or None,
         seed=config.seed,
         data_seed=config.seed,
         report_to=list(config.report_to) or "none",

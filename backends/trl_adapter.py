@@ -3,7 +3,7 @@
 For example (the docs' training page runs a complete version offline)::
 
     import rlvr_gym as rg
-    from rlvr_gym.backends.trl_adapter import dataset, reward_funcs, reward_weights
+    from rlvr_gym.backends.trl_adapter import dataset, device_args, reward_funcs, reward_weights
     from trl import GRPOConfig, GRPOTrainer
 
     env = rg.make("gsm8k")
@@ -11,7 +11,7 @@ For example (the docs' training page runs a complete version offline)::
         model="Qwen/Qwen2.5-0.5B-Instruct",
         reward_funcs=reward_funcs(env),
         train_dataset=dataset(env, "train"),
-        args=GRPOConfig(output_dir="runs/gsm8k", reward_weights=reward_weights(env)),
+        args=GRPOConfig(output_dir="runs/gsm8k", reward_weights=reward_weights(env), **device_args()),
     )
     trainer.train()
 
@@ -163,6 +163,21 @@ def reward_funcs(
 def reward_weights(env: SingleTurnEnv) -> list[float]:
     """The rubric's normalised weights, in the order of :func:`reward_funcs` (they sum to 1)."""
     return [EnvRewards.weights_of(env)[name] for name in EnvRewards.weights_of(env)]
+
+
+def device_args() -> dict[str, Any]:
+    """The precision and device keywords for TRL's ``GRPOConfig`` on this machine, so one script
+    runs on a CPU and a GPU alike: ``GRPOConfig`` defaults to bf16, which a CPU refuses ("Your setup
+    doesn't support bf16/gpu"). CPU: ``use_cpu=True, bf16=False``; GPU: bf16 where supported.
+
+    >>> from trl import GRPOConfig  # doctest: +SKIP
+    >>> GRPOConfig(output_dir="runs/x", **device_args())  # doctest: +SKIP
+    """
+    import torch
+
+    if not torch.cuda.is_available():
+        return {"use_cpu": True, "bf16": False}
+    return {"bf16": bool(torch.cuda.is_bf16_supported())}
 
 
 def _prompt_tokens(tokenizer: Any, prompt: Any) -> int:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from rlvr_gym.envs.data import load_rows
+from rlvr_gym.envs.data import load_rows, parse_rows
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers import Rubric, SingleAnswer, Task
@@ -72,7 +72,7 @@ class GSM8KEnv(SingleTurnEnv):
 
     def load_tasks(self, split: str) -> Sequence[Task]:
         rows = load_rows(self.data_path, prefix="gsm8k", split=split, hub=("openai/gsm8k", "main"))
-        return [parse_row(row) for row in rows]
+        return parse_rows(rows, parse_row, required=("question", "answer"))
 
     def question(self, task: Task) -> str:
         return task["question"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_gym.envs.code_env import FENCE_INSTRUCTION, CodeEnv, fenced
-from rlvr_gym.envs.data import data_dir, load_hub, read_jsonl
+from rlvr_gym.envs.data import data_dir, load_hub, parse_rows, read_jsonl
 from rlvr_gym.verifiers import Task
 
 FILENAME = "HumanEval.jsonl.gz"
@@ -46,7 +46,11 @@ class HumanEvalEnv(CodeEnv):
         if path is None and (folder := data_dir()) is not None:
             path = folder / FILENAME
         rows = read_jsonl(path) if path is not None else load_hub(HUB_NAME, None, "test")
-        return [{**row, "tests": humaneval_tests(row)} for row in rows]
+        return parse_rows(
+            rows,
+            lambda row: {**row, "tests": humaneval_tests(row)},
+            required=("prompt", "canonical_solution", "test", "entry_point"),
+        )
 
     def question(self, task: Task) -> str:
         return (

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from rlvr_gym.envs.data import load_rows
+from rlvr_gym.envs.data import load_rows, parse_rows
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.verifiers import Reason, Rubric, SingleAnswer, Task, Verdict
 from rlvr_gym.verifiers.math import MathVerifier, fast_number, find_boxed, normalize
@@ -80,14 +80,10 @@ class MATH500Env(SingleTurnEnv):
 
     def load_tasks(self, split: str) -> Sequence[Task]:
         rows = load_rows(self.data_path, prefix="math500", split=split, hub=("HuggingFaceH4/MATH-500", None))
-        return [
-            {
-                key: row[key]
-                for key in ("problem", "solution", "answer", "subject", "level", "unique_id")
-                if key in row
-            }
-            for row in rows
-        ]
+        keep = ("problem", "solution", "answer", "subject", "level", "unique_id")
+        return parse_rows(
+            rows, lambda row: {key: row[key] for key in keep if key in row}, required=("problem", "answer")
+        )
 
     def question(self, task: Task) -> str:
         return task["problem"]

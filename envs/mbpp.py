@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_gym.envs.code_env import FENCE_INSTRUCTION, CodeEnv, fenced
-from rlvr_gym.envs.data import data_dir, load_hub, read_jsonl
+from rlvr_gym.envs.data import data_dir, load_hub, parse_rows, read_jsonl
 from rlvr_gym.verifiers import Task
 
 logger = logging.getLogger("rlvr_gym.envs")
@@ -73,7 +73,7 @@ class MbppEnv(CodeEnv):
         rows = self._local_rows(split)
         if rows is None:
             rows = load_hub(HUB_NAME, HUB_CONFIG, split)
-        return [{**row, "tests": mbpp_tests(row)} for row in rows]
+        return parse_rows(rows, lambda row: {**row, "tests": mbpp_tests(row)})
 
     def question(self, task: Task) -> str:
         tests = task["tests"]

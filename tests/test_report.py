@@ -136,3 +136,106 @@ def test_page_renders_in_headless_chromium(tmp_path):
     # matplotlib's first line colour (C0, #1f77b4) appears only if the PNG plots were drawn.
     c0 = ((abs(pixels - [31, 119, 180]) <= 6).all(axis=-1)).sum()
     assert c0 > 500, f"only {c0} plot-line pixels in the screenshot: the plots did not render"
+
+
+def write_trained_run(run_dir: Path) -> Path:
+    """A tiny-model demo run as train leaves it: config.json (model None, arith with proximity
+    weight 0), audit.json, 100 noisy metric rows and training rollouts every 10 steps."""
+    from rlvr_gym.backends.config import TINY_DEMO, TINY_DEMO_ENV, RunConfig
+    from rlvr_gym.envs import make
+    from rlvr_gym.envs.audit import fast_audit
+
+    run_dir.mkdir(parents=True)
+    config = RunConfig(
+        env_id="arith-v0", env_kwargs=TINY_DEMO_ENV["arith"], output_dir=str(run_dir), **TINY_DEMO
+    )
+    config.save(run_dir / "config.json")
+    fast_audit(make("arith", **TINY_DEMO_ENV["arith"])).save(run_dir / "audit.json")
+    rows = [
+        {
+            "step": step,
+            "reward/mean": 0.2 + 0.5 * step / 100 + (0.3 if step % 2 else -0.2),  # noisy, rising
+            "reward/correct/mean": 0.2 + 0.5 * step / 100,
+            "reward/proximity/mean": 0.9,
+            "accuracy": 0.1 + 0.5 * step / 100 + (0.1 if step % 3 else -0.1),
+        }
+        for step in range(1, 101)
+    ]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rollouts = [
+        {
+            "step": step,
+            "split": "train",
+            "index": step,
+            "sample": sample,
+            "prompt": [{"role": "user", "content": f"step {step} question"}],
+            "completion": f"<answer>{step}</answer>",
+            "verdict": {
+                "score": float(sample == 0),
+                "passed": sample == 0,
+                "reason": "correct" if sample == 0 else "wrong_answer",
+            },
+        }
+        for step in range(0, 100, 10)
+        for sample in range(4)
+    ]
+    (run_dir / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rollouts))
+    (run_dir / "eval-final").mkdir()
+    summary = {"env": "arith-v0", "env_kwargs": TINY_DEMO_ENV["arith"], "split": "test", "n": 4, "tasks": 50}
+    summary |= {"accuracy": 0.6, "pass@k": {"pass@1": 0.6, "pass@4": 0.85}}
+    (run_dir / "eval-final" / "summary.json").write_text(json.dumps(summary))
+    return run_dir
+
+
+def test_the_page_opens_with_the_result(tmp_path):
+    """Before: no headline, 'model: None', one noisy last step as 'last logged metrics'."""
+    from rlvr_gym.trainers.report import headline
+
+    run = write_trained_run(tmp_path / "arith")
+    page = build_report(run).page.read_text()
+    top = page[: page.index("<h2>")]
+    assert "arith-v0 with settings" in top and "&quot;max_operand&quot;: 5" in top
+    assert "the tiny offline model, after a 200-step supervised warm start" in top and "None" not in top
+    assert "100 of 400 (100 logged)" in top
+    lines = headline(run, [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()], None)
+    first, last = (float(x) for x in lines["accuracy"].split(" (")[0].split(" → "))
+    assert first < 0.2 < 0.5 < last, lines["accuracy"]  # mean of 20 steps each, not one noisy step
+    assert "pass@4 0.850" in top and "eval eval-final" in top
+    assert "passed: 7 exploit families against arith-v0 on 3 test tasks" in top
+    assert "Mean over the last fifth of the run (steps 81–100, 20 logged steps)" in page
+    assert "&quot;max_operand&quot;: 5" in page[page.index("<h2>Evaluations") :], "eval env settings missing"
+
+
+def test_a_weight_0_component_is_named_not_plotted(tmp_path):
+    from rlvr_gym.trainers.report import make_plots
+
+    run = write_trained_run(tmp_path / "arith")
+    page = build_report(run).page.read_text()
+    assert "proximity: weight 0 in the rubric" in page
+    import matplotlib.image
+
+    with_weights = matplotlib.image.imread(make_plots(run, {"correct": 1.0, "proximity": 0.0})[0]["reward"])
+    without = matplotlib.image.imread(make_plots(run, {})[0]["reward"])
+    # proximity is the third line (C2, green #2ca02c): drawn only when its weight is not known to be 0
+    green = lambda img: ((abs(img[..., :3] * 255 - [44, 160, 44]) <= 6).all(axis=-1)).sum()  # noqa: E731
+    assert green(without) > 300 and green(with_weights) == 0
+
+
+def test_curves_are_smoothed_with_the_raw_steps_faint_behind():
+    from rlvr_gym.backends.metrics import ema, ema_weight
+
+    assert ema_weight(100) == 0.9 and ema_weight(5) == 0.0
+    noisy = [0.0, 1.0] * 50
+    smooth = ema(noisy, 0.9)
+    assert smooth[0] == 0.0 and max(smooth[20:]) - min(smooth[20:]) < 0.2  # the noise is averaged out
+    assert ema([1.0, 1.0, 1.0], 0.9) == pytest.approx([1.0, 1.0, 1.0])  # debiased: not pulled to 0
+
+
+def test_training_rollouts_are_spread_over_the_run(tmp_path):
+    """Before: the first N rows of the log, all from the first steps."""
+    from rlvr_gym.trainers.report import sample_rollouts
+
+    run = write_trained_run(tmp_path / "arith")
+    picked = [r for log, r in sample_rollouts(run, 4) if log.parent == run]
+    assert [r["step"] for r in picked] == [0, 30, 60, 90]
+    assert [r["verdict"]["passed"] for r in picked] == [False, True, False, True]

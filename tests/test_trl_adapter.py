@@ -84,3 +84,18 @@ def test_the_docs_own_trl_script_trains_two_steps_and_logs_each_component(tmp_pa
         assert {"rewards/correct/mean", "rewards/proximity/mean", "accuracy", "verifier/errors"} <= row.keys()
         weighted = 2 / 3 * row["rewards/correct/mean"] + 1 / 3 * row["rewards/proximity/mean"]
         assert row["reward"] == pytest.approx(weighted, abs=1e-6)
+
+
+def test_device_args_let_a_grpo_config_be_made_on_this_machine(tmp_path):
+    """Before: GRPOConfig(output_dir=...) on a CPU raised "Your setup doesn't support bf16/gpu"
+    unless the script added use_cpu=True, bf16=False (which the README's script did not show)."""
+    import torch
+    from trl import GRPOConfig
+
+    from rlvr_gym.backends.trl_adapter import device_args
+
+    config = GRPOConfig(output_dir=str(tmp_path), **device_args())
+    assert config.use_cpu == (not torch.cuda.is_available())
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="bf16"):
+            GRPOConfig(output_dir=str(tmp_path))

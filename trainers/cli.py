@@ -209,6 +209,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         lora=LoraSettings(r=args.lora_r) if args.lora_r else None,
         liger_loss=args.liger_loss,
         save_steps=args.save_steps,
+        keep_checkpoints=args.keep_checkpoints,
         seed=args.seed,
         verbose=args.verbose,
         report_to=tuple(args.report_to or ()),
@@ -222,6 +223,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         config,
         backend=args.backend,
         resume=args.resume,
+        overwrite=args.overwrite,
         backend_options=backend_options(args),
         audit=not args.no_audit,
     )
@@ -242,28 +244,57 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     """Sample --n completions per task, score them, print accuracy/pass@k/rewards/reasons."""
     from rlvr_gym.trainers.evaluate import evaluate
+    from rlvr_gym.trainers.run_dir import default_eval_dir, eval_env, model_of_run
 
     if args.model is None:
         raise CliError("--model is required (a Hugging Face model path or hub id; see rlvr-gym tiny-model)")
-    env = envs.make(args.env, **parse_env_args(args.env_arg))
+    sampler = None
+    if args.engine == "openai":
+        from rlvr_gym.trainers.openai_engine import OpenAISampler
+
+        if args.base_url is None:
+            raise CliError(
+                "--engine openai needs --base-url (the server's /v1 root, e.g. http://127.0.0.1:8000/v1)"
+            )
+        model = args.model  # the name the server knows the model by
+        sampler = OpenAISampler(
+            args.base_url,
+            model,
+            api_key=args.api_key,
+            max_new_tokens=args.max_new_tokens,
+            temperature=args.temperature,
+            max_retries=args.max_retries,
+            timeout_s=args.request_timeout,
+            concurrency=args.concurrency,
+        )
+    elif args.base_url is not None:
+        raise CliError("--base-url is for --engine openai")
+    else:
+        model = model_of_run(args.model)  # a run folder means its final/
+    chosen = eval_env(model, args.env, parse_env_args(args.env_arg))
+    if chosen.note:
+        print(chosen.note)
+    env = envs.make(chosen.env_id, **chosen.env_kwargs)
     result = evaluate(
         env,
-        args.model,
+        model,
         n=args.n,
         k=args.k or ([1, args.n] if args.n > 1 else [1]),
         split=args.split or ("test" if "test" in env.splits else env.splits[0]),
         limit=args.limit,
-        output_dir=args.output_dir or f"runs/eval-{args.env.replace('/', '_')}",
+        output_dir=args.output_dir or default_eval_dir(model, chosen.env_id),
         engine=args.engine,
         max_new_tokens=args.max_new_tokens,
         temperature=args.temperature,
         seed=args.seed,
         fresh=args.fresh,
         progress=not args.no_progress,
+        sampler=sampler,
     )
     s = result.summary
     session = s["this_session"]
     print(f"{s['env']} {s['split']}: {s['tasks']} tasks x {s['n']} samples ({s['engine'] or 'all resumed'})")
+    print(f"env settings: {json.dumps(s['env_kwargs'], sort_keys=True)}")
     print(f"accuracy {s['accuracy']:.4f}  " + "  ".join(f"{k} {v:.4f}" for k, v in s["pass@k"].items()))
     rewards = {k: v for k, v in s.items() if k.startswith("reward/")}
     print("  ".join(f"{k} {v:.4f}" for k, v in rewards.items()))
@@ -333,6 +364,7 @@ def add_env_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rlvr_gym.backends.config import RunConfig
     from rlvr_gym.verifiers.audit import MAX_REWARD  # the audit's documented threshold
 
     parser = argparse.ArgumentParser(prog="rlvr-gym", description="Verifiable-reward environments for GRPO.")
@@ -397,6 +429,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--output-dir", default=None, help="default runs/ENV")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output-dir")
+    p.add_argument(
+        "--overwrite", action="store_true", help="remove the run already in --output-dir (all of it) first"
+    )
     p.add_argument("--num-generations", type=int, default=None, help="completions per prompt (group size)")
     p.add_argument("--prompts-per-step", type=int, default=None)
     p.add_argument("--max-completion-length", type=int, default=None)
@@ -419,6 +454,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--vllm-mode", choices=("server", "colocate"), default="server", help="fsdp-vllm generation"
     )
     p.add_argument("--save-steps", type=int, default=25)
+    p.add_argument(
+        "--keep-checkpoints",
+        type=int,
+        default=RunConfig.keep_checkpoints,
+        help=f"keep only the last N checkpoint-* folders beside final/ (0: all; default {RunConfig.keep_checkpoints})",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--no-audit", action="store_true", help="skip the fast reward-hack audit that runs before training"
@@ -463,9 +504,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_audit)
 
     p = sub.add_parser("eval", help="sample completions on an env's tasks, score them, report pass@k")
-    p.add_argument("--env", required=True, metavar="ID")
+    p.add_argument(
+        "--env",
+        default=None,
+        metavar="ID",
+        help="env to score on (default for a model of a run folder: the run's env, version and settings)",
+    )
     add_env_arg(p)
-    p.add_argument("--model", default=None, help="HF model path or hub id")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="HF model path or hub id, or a run folder (its final/) or a model inside one",
+    )
     p.add_argument("--n", type=int, default=4, help="samples per task (default 4)")
     p.add_argument(
         "--k",
@@ -478,9 +528,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default=None, help="default: test when the env has it")
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N tasks")
     p.add_argument(
-        "--output-dir", default=None, help="default runs/eval-ENV; an existing eval there is resumed"
+        "--output-dir",
+        default=None,
+        help="default RUN_DIR/eval-final for a run's model, else runs/eval-ENV; an existing eval there is resumed",
     )
-    p.add_argument("--engine", default="auto", choices=["auto", "transformers", "vllm"])
+    p.add_argument(
+        "--engine",
+        default="auto",
+        choices=["auto", "transformers", "vllm", "openai"],
+        help="auto: vLLM on a CUDA GPU where installed, else transformers; "
+        "openai: an OpenAI-compatible server at --base-url (pip install 'rlvr-gym[openai]')",
+    )
+    p.add_argument("--base-url", default=None, help="openai engine: the server's /v1 root URL")
+    p.add_argument(
+        "--api-key",
+        default=None,
+        help="openai engine: API key (default $OPENAI_API_KEY; none for a local server)",
+    )
+    p.add_argument(
+        "--max-retries", type=int, default=5, help="openai engine: retries on 429/5xx/timeouts (default 5)"
+    )
+    p.add_argument("--request-timeout", type=float, default=120.0, help="openai engine: seconds per request")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=8,
+        help="openai engine: requests in flight for one task's n samples",
+    )
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)

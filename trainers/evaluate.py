@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rlvr_gym import envs
+from rlvr_gym.backends.console import announce
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.envs.env import Observation
 from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
+from rlvr_gym.trainers import run_dir
 from rlvr_gym.trainers.model_ref import check_model_reference
 from rlvr_gym.trainers.passk import mean_pass_at_k
 from rlvr_gym.trainers.rollouts import ROLLOUTS_FILE, RolloutLog
@@ -201,7 +203,7 @@ def _check_settings(output_dir: Path, settings: dict[str, Any], *, write: bool) 
 
 
 def evaluate(
-    env: SingleTurnEnv | str,
+    env: SingleTurnEnv | str | None,
     model: str | Path,
     n: int = 4,
     k: int | Sequence[int] = 1,
@@ -224,6 +226,11 @@ def evaluate(
     neither regenerated nor re-scored. Completions are scored ``batch_rollouts`` at a time
     through ``env.verify_batch`` (a code env runs them on its sandbox pool in parallel).
     Returns the summary (also written to ``summary.json``).
+
+    ``model`` may be a training run's folder (its ``final/`` is evaluated) or a model inside one;
+    then an ``env`` given by id (or ``None``) means the run's recorded env id, version and
+    settings (see :func:`rlvr_gym.trainers.run_dir.eval_env`). ``sampler`` replaces the local
+    engines, e.g. :class:`rlvr_gym.trainers.openai_engine.OpenAISampler` for a remote server.
     """
     ks = [k] if isinstance(k, int) else list(k)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -245,8 +252,15 @@ def evaluate(
     if isinstance(batch_rollouts, bool) or not isinstance(batch_rollouts, int) or batch_rollouts < 1:
         raise InvalidArgument(f"batch_rollouts must be an integer >= 1, got {batch_rollouts!r}")
     if sampler is None:
+        model = run_dir.model_of_run(model)
         check_model_reference(model)
-    env_obj = envs.make(env) if isinstance(env, str) else env
+    if isinstance(env, SingleTurnEnv):
+        env_obj = env
+    else:
+        chosen = run_dir.eval_env(model, env, {})
+        if chosen.note:
+            announce(chosen.note)
+        env_obj = envs.make(chosen.env_id, **chosen.env_kwargs)
     spec = getattr(env_obj, "spec", None)
     env_id = env_obj.id
     env_kwargs = json.loads(json.dumps(dict(spec.kwargs), default=repr)) if spec is not None else {}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rlvr_gym.error import MissingPath
+from rlvr_gym.envs.data import hub_offline, hub_unreachable
+from rlvr_gym.error import MissingPath, NotAvailable
 
 
 def check_model_reference(model: str | Path) -> None:
@@ -25,3 +26,42 @@ def check_model_reference(model: str | Path) -> None:
         return
     if isinstance(model, Path) or text.startswith(("/", ".", "~")) or text.count("/") > 1:
         raise MissingPath(f"model {text!r}: no such folder (and not a Hugging Face hub id like org/name)")
+    check_hub_model(text)
+
+
+def check_hub_model(repo_id: str) -> None:
+    """Raise :class:`NotAvailable` at once when hub id ``repo_id`` cannot be had here.
+
+    Offline (``HF_HUB_OFFLINE``) a model loads only from the local cache; with no route to the
+    hub the clients would retry for about a minute, then fail with a traceback, after the run
+    had made its output folder. Checked before anything is written.
+    """
+    cached = _cached(repo_id)
+    if hub_offline():
+        if not cached:
+            raise NotAvailable(
+                f"model {repo_id!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; "
+                "download it where the hub is reachable, or pass a local model folder"
+            )
+        return
+    unreachable = hub_unreachable()
+    if unreachable is not None:
+        hint = (
+            "it is cached here: set HF_HUB_OFFLINE=1 to use that copy"
+            if cached
+            else "download it where the hub is reachable, or pass a local model folder"
+        )
+        raise NotAvailable(f"model {repo_id!r}: the Hugging Face hub is unreachable ({unreachable}); {hint}")
+
+
+def _cached(repo_id: str) -> bool:
+    """Whether the local hub cache holds ``repo_id``'s ``config.json`` (no network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # an id the hub library rejects: not cached, and transformers will say why
+        return False
+    return isinstance(found, str)

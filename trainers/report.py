@@ -1,8 +1,11 @@
 """``rlvr-gym report RUN_DIR``: PNG plots of a run's ``metrics.jsonl`` and an HTML page.
 
-The page shows the plots, the last logged metrics, any eval summaries under the run folder and
-sample rollouts from their logs. Every piece of model or task text is HTML-escaped: a completion
-is untrusted input and must render as text, never as markup or script.
+The page opens with the result (run, env and its settings, model, steps, accuracy and reward
+from the first to the last fifth of the run, eval pass@k, the audit's verdict), then the curves
+(EMA-smoothed, the raw steps faint behind; a reward component of weight 0 is named, not plotted),
+the metrics averaged over the last fifth, the run config, the audit, every eval summary, and
+rollouts sampled across the whole run. Every piece of model or task text is HTML-escaped: a
+completion is untrusted input and must render as text, never as markup or script.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 from rlvr_gym.backends.metrics import plot_series, read_metrics, reward_keys
 from rlvr_gym.envs.audit import AUDIT_FILE
-from rlvr_gym.error import InvalidArgument, MissingPath
+from rlvr_gym.error import Error, InvalidArgument, MissingPath
 from rlvr_gym.trainers.evaluate import SUMMARY_FILE
 from rlvr_gym.trainers.rollouts import find_rollout_logs, read_rollouts
 
@@ -33,22 +36,50 @@ class Report:
     missing: list[str] = field(default_factory=list)
 
 
-def make_plots(run_dir: str | Path) -> tuple[dict[str, Path], list[str]]:
-    """One PNG per view of the run: reward (total and per verifier), accuracy, length, KL/entropy."""
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def component_weights(config: dict[str, Any] | None) -> dict[str, float]:
+    """The rubric weights of the env the run trained, rebuilt from its ``config.json``; ``{}``
+    when the env cannot be made here (an env defined in code, a plugin not installed)."""
+    if not config or ":" in str(config.get("env_id", ":")):
+        return {}
+    from rlvr_gym import envs
+
+    try:
+        env = envs.make(str(config["env_id"]), **dict(config.get("env_kwargs") or {}))
+    except (Error, TypeError, ValueError):
+        return {}
+    return {name: float(w) for name, w in env.rubric.normalized_weights.items()}
+
+
+def make_plots(
+    run_dir: str | Path, weights: dict[str, float] | None = None
+) -> tuple[dict[str, Path], list[str]]:
+    """One PNG per view of the run: reward (total and per verifier), accuracy, length, KL/entropy.
+
+    Curves are EMA-smoothed over the raw steps; a component whose rubric weight is 0 (in
+    ``weights``) is left out of the reward plot: it is logged but adds nothing to the reward.
+    """
     run_dir = Path(run_dir)
     rows = read_metrics(run_dir)
     if not rows:
         raise MissingPath(f"no metrics in {run_dir / 'metrics.jsonl'}: is {run_dir} a training run folder?")
+    weights = weights or {}
     out = run_dir / PLOTS_DIR
     out.mkdir(exist_ok=True)
+    components = {
+        k.removeprefix("reward/").removesuffix("/mean"): k for k in reward_keys(rows) if k != "reward/mean"
+    }
     views: dict[str, tuple[dict[str, str], str, tuple[float, float] | None]] = {
         "reward": (
             {"total": "reward/mean"}
-            | {
-                k.removeprefix("reward/").removesuffix("/mean"): k
-                for k in reward_keys(rows)
-                if k != "reward/mean"
-            },
+            | {name: key for name, key in components.items() if weights.get(name, 1.0) != 0},
             "reward (total and per verifier)",
             (-0.05, 1.05),
         ),
@@ -66,6 +97,7 @@ def make_plots(run_dir: str | Path) -> tuple[dict[str, Path], list[str]]:
             title=f"{name.replace('_', ' ')}: {run_dir.name}",
             ylabel=ylabel,
             ylim=ylim,
+            smooth=True,
         )
         if path is None:
             missing.append(name)
@@ -83,15 +115,47 @@ def _text(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _pass_and_fail(rows: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """Up to ``count`` of ``rows``, half passing and half not where both exist."""
+    good = [r for r in rows if r["verdict"]["passed"]]
+    bad = [r for r in rows if not r["verdict"]["passed"]]
+    take_good = min(len(good), count // 2 if bad else count)
+    return good[:take_good] + bad[: count - take_good]
+
+
+def _spread(rows: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """Training rollouts from ``count`` steps spread evenly from the first logged step to the
+    last (one a step, passing where the step has one on every other pick), so the page shows
+    how the completions changed, not only the first steps."""
+    by_step: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_step.setdefault(int(row["step"]), []).append(row)
+    steps = sorted(by_step)
+    if len(steps) <= count:
+        picks = steps
+    else:
+        picks = (
+            sorted({steps[round(i * (len(steps) - 1) / (count - 1))] for i in range(count)})
+            if count > 1
+            else [steps[-1]]
+        )
+    chosen = []
+    for i, step in enumerate(picks):
+        group = by_step[step]
+        want_pass = i % 2 == 1
+        chosen.append(next((r for r in group if bool(r["verdict"]["passed"]) == want_pass), group[0]))
+    return chosen
+
+
 def sample_rollouts(run_dir: Path, count: int) -> list[tuple[Path, dict[str, Any]]]:
-    """Up to ``count`` rollouts per log, half passing and half not where both exist."""
+    """Up to ``count`` rollouts per log: a training log's spread over the run's steps, an eval's
+    half passing and half not where both exist."""
     picked: list[tuple[Path, dict[str, Any]]] = []
     for log in find_rollout_logs(run_dir):
         rows = read_rollouts(log)
-        good = [r for r in rows if r["verdict"]["passed"]]
-        bad = [r for r in rows if not r["verdict"]["passed"]]
-        take_good = min(len(good), count // 2 if bad else count)
-        chosen = good[:take_good] + bad[: count - take_good]
+        if not rows or count == 0:
+            continue
+        chosen = _spread(rows, count) if all("step" in r for r in rows) else _pass_and_fail(rows, count)
         picked += [(log, r) for r in chosen]
     return picked
 
@@ -107,35 +171,84 @@ def _component_scores(verdict: dict[str, Any]) -> str:
     return _text(", ".join(f"{k} {v:.3g}" for k, v in scores.items() if isinstance(v, int | float)))
 
 
-def _run_config(run_dir: Path) -> str:
+def model_name(run_dir: Path, config: dict[str, Any] | None) -> str:
+    """What the run trained, in words: the model reference, or the tiny offline model (and its
+    warm start) when ``model`` is ``None``."""
+    if not config:
+        return "unknown (no config.json)"
+    if config.get("model"):
+        return str(config["model"])
+    warm = int(config.get("warm_start_steps") or 0)
+    built = run_dir / "tiny-model"
+    where = f" ({built})" if built.is_dir() else ""
+    return f"the tiny offline model{where}" + (f", after a {warm}-step supervised warm start" if warm else "")
+
+
+def _run_config(run_dir: Path, config: dict[str, Any] | None) -> str:
     """The ``config.json`` a training run saved (every RunConfig field), as a table."""
-    path = run_dir / "config.json"
-    if not path.is_file():
+    if config is None:
         return "<p>No config.json in this run folder.</p>"
-    config = json.loads(path.read_text())
+    shown = {**config, "model": model_name(run_dir, config)}
     cells = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{_text(json.dumps(v) if isinstance(v, dict | list) else v)}</td></tr>"
-        for k, v in config.items()
+        for k, v in shown.items()
     )
     return f"<table class='kv config'>{cells}</table>"
 
 
+def fifths(rows: list[dict[str, Any]], key: str) -> tuple[float, float] | None:
+    """Mean of ``key`` over the first and the last fifth of the logged steps (at least one step
+    each): the run's change, steadier than any single noisy step."""
+    values = [float(r[key]) for r in rows if isinstance(r.get(key), int | float)]
+    if not values:
+        return None
+    fifth = max(1, len(values) // 5)
+    return sum(values[:fifth]) / fifth, sum(values[-fifth:]) / fifth
+
+
 def _metrics_table(rows: list[dict[str, Any]]) -> str:
-    last = rows[-1]
-    cells = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(f'{v:.4g}' if isinstance(v, float) else str(v))}</td></tr>"
-        for k, v in last.items()
-    )
-    return f"<table class='kv'>{cells}</table>"
+    """Every numeric metric averaged over the last fifth of the logged steps."""
+    fifth = rows[-max(1, len(rows) // 5) :]
+    keys = list(dict.fromkeys(k for r in fifth for k in r if k != "step"))
+    cells = []
+    for key in keys:
+        values = [
+            r[key] for r in fifth if isinstance(r.get(key), int | float) and not isinstance(r.get(key), bool)
+        ]
+        if values:
+            cells.append(f"<tr><th>{html.escape(key)}</th><td>{sum(values) / len(values):.4g}</td></tr>")
+    span = f"steps {fifth[0].get('step')}–{fifth[-1].get('step')}"
+    return f"<p>Mean over the last fifth of the run ({html.escape(span)}, {len(fifth)} logged steps).</p><table class='kv'>{''.join(cells)}</table>"
+
+
+def _evals(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    found = []
+    for path in sorted(run_dir.rglob(SUMMARY_FILE)):
+        summary = _read_json(path)
+        if summary is not None:
+            found.append((path, summary))
+    return found
 
 
 def _eval_summaries(run_dir: Path) -> str:
     parts = []
-    for path in sorted(run_dir.rglob(SUMMARY_FILE)):
-        summary = json.loads(path.read_text())
-        keys = ["env", "model", "split", "n", "tasks", "accuracy", "pass@k", "reward/mean", "reasons"]
+    for path, summary in _evals(run_dir):
+        keys = [
+            "env",
+            "env_kwargs",
+            "model",
+            "engine",
+            "split",
+            "n",
+            "tasks",
+            "accuracy",
+            "pass@k",
+            "reward/mean",
+            "reasons",
+        ]
         cells = "".join(
-            f"<tr><th>{html.escape(k)}</th><td>{_text(json.dumps(summary[k]) if isinstance(summary[k], dict) else summary[k])}</td></tr>"
+            f"<tr><th>{html.escape('env settings' if k == 'env_kwargs' else k)}</th>"
+            f"<td>{_text(json.dumps(summary[k], sort_keys=True) if isinstance(summary[k], dict) else summary[k])}</td></tr>"
             for k in keys
             if k in summary
         )
@@ -146,12 +259,33 @@ def _eval_summaries(run_dir: Path) -> str:
     )
 
 
+def audit_verdict(audit: dict[str, Any] | None) -> str:
+    """One sentence, every slot filled: what was audited, on what, and the verdict."""
+    if audit is None:
+        return "not run (trained with --no-audit, or before audits existed)"
+    env = audit.get("env") or "the env"
+    tasks = audit.get("task_indices") or []
+    split = audit.get("split") or "its"
+    families = len(audit.get("families") or {})
+    on = (
+        f"{len(tasks)} {split} task{'s' if len(tasks) != 1 else ''} (indices {', '.join(map(str, tasks))})"
+        if tasks
+        else f"{split} tasks"
+    )
+    what = f"{families} exploit famil{'ies' if families != 1 else 'y'} against {env} on {on}"
+    if audit.get("ok"):
+        threshold = audit.get("threshold")
+        bound = f" or earned more than {threshold:g}" if isinstance(threshold, int | float) else ""
+        return f"passed: {what}; no exploit passed{bound}"
+    failures = "; ".join(audit.get("failures") or []) or "see the table below"
+    return f"FAILED: {what}; {failures}"
+
+
 def _audit_section(run_dir: Path) -> str:
     """The reward-hack audit ``train`` ran first (``audit.json``): one row per family."""
-    path = run_dir / AUDIT_FILE
-    if not path.is_file():
+    audit = _read_json(run_dir / AUDIT_FILE)
+    if audit is None:
         return "<p>No audit in this run (trained with <code>--no-audit</code>, or before audits existed).</p>"
-    audit = json.loads(path.read_text(encoding="utf-8"))
     rows = "".join(
         f"<tr><td>{_text(name)}</td><td>{_text(r['kind'])}</td><td>{r['count']}</td>"
         f"<td>{r['pass_rate']:.2f}</td><td>{r['mean_reward']:.3f}</td><td>{r['max_reward']:.3f}</td>"
@@ -159,24 +293,65 @@ def _audit_section(run_dir: Path) -> str:
         f"{_text(r['example'].get('completion', ''))}</pre></td></tr>"
         for name, r in audit.get("families", {}).items()
     )
-    verdict = "passed" if audit.get("ok") else "FAILED: " + "; ".join(audit.get("failures", []))
     return (
-        f"<p class='audit'>Audit of {_text(audit.get('env'))} on tasks {_text(audit.get('task_indices'))}: "
-        f"{_text(verdict)}</p><table class='audit'><tr><th>family</th><th>kind</th><th>n</th>"
+        f"<p class='audit'>Audit {_text(audit_verdict(audit))}.</p><table class='audit'><tr><th>family</th><th>kind</th><th>n</th>"
         f"<th>pass rate</th><th>mean reward</th><th>max reward</th><th>verdict</th><th>example</th></tr>{rows}</table>"
     )
 
 
+def headline(run_dir: Path, rows: list[dict[str, Any]], config: dict[str, Any] | None) -> dict[str, str]:
+    """The result in a few lines: run, env and settings, model, steps, first → last fifth of
+    accuracy and reward, every eval's pass@k, and the audit's verdict."""
+    lines: dict[str, str] = {"run": str(run_dir)}
+    if config:
+        settings = json.dumps(config.get("env_kwargs") or {}, sort_keys=True)
+        lines["env"] = f"{config.get('env_id')} with settings {settings}"
+    lines["model"] = model_name(run_dir, config)
+    planned = f" of {config['max_steps']}" if config and config.get("max_steps") else ""
+    lines["steps"] = f"{rows[-1].get('step')}{planned} ({len(rows)} logged)"
+    for key, label in (("accuracy", "accuracy"), ("reward/mean", "reward")):
+        change = fifths(rows, key)
+        if change is not None:
+            lines[label] = (
+                f"{change[0]:.3f} → {change[1]:.3f} (mean of the first → the last fifth of the steps)"
+            )
+    for path, summary in _evals(run_dir):
+        passk = ", ".join(f"{k} {v:.3f}" for k, v in (summary.get("pass@k") or {}).items())
+        accuracy = summary.get("accuracy")
+        acc = f"accuracy {accuracy:.3f}" if isinstance(accuracy, int | float) else ""
+        where = path.parent.relative_to(run_dir).as_posix() or "."
+        lines[f"eval {where}"] = ", ".join(x for x in (passk, acc) if x) + (
+            f" on {summary.get('split')} ({summary.get('tasks')} tasks × {summary.get('n')})"
+        )
+    lines["audit"] = audit_verdict(_read_json(run_dir / AUDIT_FILE))
+    return lines
+
+
 def render_page(
-    run_dir: Path, plots: dict[str, Path], missing: Sequence[str], samples: list[tuple[Path, dict[str, Any]]]
+    run_dir: Path,
+    plots: dict[str, Path],
+    missing: Sequence[str],
+    samples: list[tuple[Path, dict[str, Any]]],
+    *,
+    config: dict[str, Any] | None = None,
+    weights: dict[str, float] | None = None,
 ) -> str:
     rows = read_metrics(run_dir)
+    top = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{_text(v)}</td></tr>"
+        for k, v in headline(run_dir, rows, config).items()
+    )
     images = "".join(
         f"<figure><img src='{html.escape(p.relative_to(run_dir).as_posix())}' alt='{html.escape(name)} plot'>"
         f"<figcaption>{html.escape(name.replace('_', ' '))}</figcaption></figure>"
         for name, p in plots.items()
     )
     notes = "".join(f"<li>{html.escape(m.replace('_', ' '))}: not logged in this run</li>" for m in missing)
+    notes += "".join(
+        f"<li class='weight0'>{html.escape(name)}: weight 0 in the rubric — logged, not part of the reward, not plotted</li>"
+        for name, w in (weights or {}).items()
+        if w == 0
+    )
     sample_rows = "".join(
         "<tr>"
         f"<td>{_rollout_label(run_dir, log, r)}</td>"
@@ -201,18 +376,20 @@ def render_page(
 body {{ font-family: sans-serif; margin: 2em; color: #222; }}
 figure {{ display: inline-block; margin: 0 1em 1em 0; }} img {{ width: 560px; border: 1px solid #ddd; }}
 table {{ border-collapse: collapse; margin-bottom: 1em; }} th, td {{ border: 1px solid #ccc; padding: 4px 8px; vertical-align: top; text-align: left; }}
+table.headline {{ font-size: 1.1em; }} table.headline th {{ background: #f4f4f4; }}
 pre {{ white-space: pre-wrap; max-width: 40em; margin: 0; }}
 </style></head>
 <body>
 <h1>{title}</h1>
-<p>{len(rows)} logged steps, last step {html.escape(str(rows[-1].get("step")))}.</p>
+<table class="headline">{top}</table>
 <h2>Curves</h2>
+<p>Each curve is an exponential moving average; the raw per-step values are drawn faintly behind it.</p>
 {images}
 <ul class="missing">{notes}</ul>
-<h2>Last logged metrics</h2>
+<h2>Metrics at the end of the run</h2>
 {_metrics_table(rows)}
 <h2>Run config</h2>
-{_run_config(run_dir)}
+{_run_config(run_dir, config)}
 <h2>Reward-hack audit</h2>
 {_audit_section(run_dir)}
 <h2>Evaluations</h2>
@@ -230,7 +407,12 @@ def build_report(run_dir: str | Path, *, samples: int = 8) -> Report:
         raise MissingPath(f"run folder {run_dir} does not exist")
     if samples < 0:
         raise InvalidArgument(f"samples must be >= 0, got {samples}")
-    plots, missing = make_plots(run_dir)
+    config = _read_json(run_dir / "config.json")
+    weights = component_weights(config)
+    plots, missing = make_plots(run_dir, weights)
     page = run_dir / REPORT_FILE
-    page.write_text(render_page(run_dir, plots, missing, sample_rollouts(run_dir, samples)), encoding="utf-8")
+    html_text = render_page(
+        run_dir, plots, missing, sample_rollouts(run_dir, samples), config=config, weights=weights
+    )
+    page.write_text(html_text, encoding="utf-8")
     return Report(page, plots, missing)

@@ -14,6 +14,7 @@ from rlvr_gym.backends.console import announce, quiet_libraries
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.envs.audit import AUDIT_FILE, AuditFailed, fast_audit
 from rlvr_gym.error import NotAvailable
+from rlvr_gym.trainers import run_dir
 from rlvr_gym.trainers.model_ref import check_model_reference
 
 logger = logging.getLogger("rlvr_gym.trainers")
@@ -95,6 +96,7 @@ def train(
     backend: str = "auto",
     *,
     resume: bool = False,
+    overwrite: bool = False,
     backend_options: dict[str, Any] | None = None,
     audit: bool = True,
 ):
@@ -108,11 +110,20 @@ def train(
     seconds) runs on the env; its report lands in ``OUTPUT_DIR/audit.json`` and
     :class:`~rlvr_gym.envs.audit.AuditFailed` (naming the exploit) stops the run when an exploit
     passes, before any model is loaded.
+
+    ``config.output_dir`` is checked before anything loads (:mod:`rlvr_gym.trainers.run_dir`): a
+    folder holding a finished, stopped or foreign run is refused unless ``resume`` (continue from
+    its last checkpoint) or ``overwrite`` (remove that run whole first).
     """
     given_object = isinstance(env, SingleTurnEnv)
     if config.model is not None:
         check_model_reference(config.model)
-    env = resolve_env(env, config)
+    env = resolve_env(env, config)  # an unknown env id fails here, before an --overwrite removes anything
+    folder = run_dir.prepare(
+        config.output_dir, resume=resume, overwrite=overwrite, max_steps=config.max_steps
+    )
+    if folder.checkpoint is not None:
+        announce(f"resuming from {folder.checkpoint.name} in {folder.path}")
     if audit:
         Path(config.output_dir).mkdir(parents=True, exist_ok=True)
         report = fast_audit(env, seed=config.seed)

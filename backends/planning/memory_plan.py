@@ -140,14 +140,24 @@ def load_shape(model: str | Path | Mapping[str, Any]) -> ModelShape:
         return ModelShape.from_config(json.loads(path.read_text()))
     if path.suffix == ".json" or path.is_absolute() or str(model).startswith("."):
         raise InvalidArgument(f"cannot read the config of model {str(model)!r}: no such file or model folder")
+    from rlvr_gym.envs.data import hub_offline, hub_unreachable
+
+    unreachable = None if hub_offline() else hub_unreachable()
+    if unreachable is not None:  # else the hub client retries for about a minute first
+        raise InvalidArgument(
+            f"cannot read the config of model {str(model)!r}: no such local folder, and the Hugging Face hub "
+            f"is unreachable ({unreachable}); pass a local model folder or its config.json "
+            "(or set HF_HUB_OFFLINE=1 to use a cached copy)"
+        )
     try:
         from transformers import AutoConfig
 
         config = AutoConfig.from_pretrained(str(model))
     except Exception as exc:
+        first_line = (str(exc).strip().splitlines() or [""])[0]
         raise InvalidArgument(
             f"cannot read the config of model {str(model)!r} (no local folder, and the hub/cache gave: "
-            f"{type(exc).__name__}: {exc}); pass a local model folder or a config.json"
+            f"{type(exc).__name__}: {first_line}); pass a local model folder or a config.json"
         ) from exc
     return ModelShape.from_config(config.to_dict())
 

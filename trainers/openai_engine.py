@@ -1,0 +1,159 @@
+"""Sampling from any OpenAI-compatible server (``rlvr-gym eval --engine openai``).
+
+The model runs elsewhere — vLLM's or SGLang's server, ``transformers serve``, a hosted API — and
+this module only asks it for chat completions; scoring, logs, resume and pass@k stay those of
+:func:`rlvr_gym.trainers.evaluate.evaluate`.
+
+The client is the ``openai`` package (``pip install 'rlvr-gym[openai]'``), not hand-written HTTP:
+it retries connection errors, timeouts, 408/409/429 and 5xx with exponential backoff and jitter,
+honours the server's ``Retry-After`` on a rate limit, and raises typed errors for the rest
+(401 bad key, 404 unknown model), which become one line here.
+
+``n`` samples are asked for in one request where the server takes the ``n`` field; a server that
+refuses it (``transformers serve`` does) gets one request per sample, sent concurrently, each
+with its own seed (a shared seed would make the samples identical).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from rlvr_gym.envs.env import Observation
+from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
+
+API_KEY_ENV = "OPENAI_API_KEY"
+
+
+def available() -> tuple[bool, str]:
+    if importlib.util.find_spec("openai") is None:
+        return False, "the openai engine needs the openai package: pip install 'rlvr-gym[openai]'"
+    return True, "openai client"
+
+
+def messages_of(prompt: Observation) -> list[dict[str, str]]:
+    """The env's prompt as chat messages (a plain-text prompt becomes one user message)."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt]
+
+
+class OpenAISampler:
+    """Chat completions from an OpenAI-compatible server at ``base_url`` for model ``model``."""
+
+    engine = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        max_new_tokens: int = 256,
+        temperature: float = 1.0,
+        max_retries: int = 5,
+        timeout_s: float = 120.0,
+        concurrency: int = 8,
+    ) -> None:
+        ok, why = available()
+        if not ok:
+            raise NotAvailable(why)
+        if not base_url.startswith(("http://", "https://")):
+            raise InvalidArgument(
+                f"--base-url must be an http(s) URL like http://127.0.0.1:8000/v1, got {base_url!r}"
+            )
+        if max_retries < 0 or timeout_s <= 0 or concurrency < 1:
+            raise InvalidArgument(
+                f"need max_retries >= 0, timeout_s > 0, concurrency >= 1; got {max_retries}, {timeout_s}, {concurrency}"
+            )
+        import openai
+
+        self._openai = openai
+        # A local server needs no key, but the client insists on one: a placeholder is sent then.
+        key = api_key or os.environ.get(API_KEY_ENV) or "not-needed"
+        self.client = openai.OpenAI(
+            base_url=base_url, api_key=key, max_retries=max_retries, timeout=timeout_s
+        )
+        self.base_url = base_url
+        self.model = model
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.concurrency = concurrency
+        self.takes_n: bool | None = None  # learnt from the first request that asks for n > 1
+
+    def _create(self, messages: list[dict[str, str]], n: int, seed: int) -> list[str]:
+        openai = self._openai
+        extra = {"n": n} if n > 1 else {}
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model,
+                messages=messages,
+                max_tokens=self.max_new_tokens,
+                temperature=self.temperature,
+                seed=seed,
+                **extra,
+            )
+        except openai.APIStatusError as exc:
+            raise _ServerSaid(exc.status_code, _message(exc)) from None
+        except openai.APIConnectionError as exc:  # timeouts included, after the client's retries
+            raise RunFailed(f"openai engine: cannot reach {self.base_url} ({exc}) after retries") from None
+        return [choice.message.content or "" for choice in sorted(response.choices, key=lambda c: c.index)]
+
+    def sample(self, prompt: Observation, n: int, seed: int) -> list[str]:
+        messages = messages_of(prompt)
+        if n > 1 and self.takes_n is not False:
+            try:
+                texts = self._create(messages, n, seed)
+            except _ServerSaid as exc:
+                if exc.status not in (400, 422):
+                    raise exc.failure(self) from None
+                self.takes_n = False  # the server refused the request with n: ask one sample at a time
+            else:
+                if len(texts) == n:
+                    self.takes_n = True
+                    return texts
+                self.takes_n = False  # the server ignored n
+        try:
+            if n == 1:
+                return self._create(messages, 1, seed)
+            with ThreadPoolExecutor(min(n, self.concurrency)) as pool:
+                return [
+                    t
+                    for texts in pool.map(lambda i: self._create(messages, 1, seed + i), range(n))
+                    for t in texts
+                ]
+        except _ServerSaid as exc:
+            raise exc.failure(self) from None
+
+
+class _ServerSaid(Exception):
+    """An HTTP error status the client gave up on (after its retries, for 429 and 5xx)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(status, message)
+        self.status = status
+        self.message = message
+
+    def failure(self, sampler: OpenAISampler) -> RunFailed:
+        hint = {
+            401: "check --api-key (or $OPENAI_API_KEY)",
+            403: "check --api-key (or $OPENAI_API_KEY)",
+            404: f"is {sampler.model!r} a model this server serves, and --base-url its /v1 root?",
+            429: "rate limited even after the retries; lower --n or raise --max-retries",
+        }.get(self.status, "see the server's log")
+        return RunFailed(
+            f"openai engine: {sampler.base_url} answered HTTP {self.status}: {self.message[:200]} ({hint})"
+        )
+
+
+def _message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+    return str(getattr(exc, "message", exc))
