@@ -38,6 +38,7 @@ register("mbpp-v0", "rlvr_gym.envs.mbpp:MbppEnv")
 register("gsm8k-python-v0", "rlvr_gym.envs.python_tool_envs:GSM8KPythonEnv")
 register("math500-python-v0", "rlvr_gym.envs.python_tool_envs:MATH500PythonEnv")
 register("humaneval-feedback-v0", "rlvr_gym.envs.humaneval_feedback:HumanEvalFeedbackEnv")
+register("countdown-v0", "rlvr_gym.envs.countdown:CountdownEnv")
 load_plugins()
 
 __all__ = [
