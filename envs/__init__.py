@@ -39,6 +39,7 @@ register("gsm8k-python-v0", "rlvr_gym.envs.python_tool_envs:GSM8KPythonEnv")
 register("math500-python-v0", "rlvr_gym.envs.python_tool_envs:MATH500PythonEnv")
 register("humaneval-feedback-v0", "rlvr_gym.envs.humaneval_feedback:HumanEvalFeedbackEnv")
 register("countdown-v0", "rlvr_gym.envs.countdown:CountdownEnv")
+register("ifeval-v0", "rlvr_gym.envs.ifeval:IFEvalEnv")
 load_plugins()
 
 __all__ = [

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from rlvr_gym.error import InvalidArgument
+
 MAX_EXPRESSION_CHARS = 300
 """Longer text is not an arithmetic answer; refused before tokenising."""
 MAX_DEPTH = 32
@@ -26,7 +28,7 @@ _TOKEN = re.compile(r"\s*(?:(\d+)|([-+*/×÷()]))")
 _ALIASES = {"×": "*", "÷": "/", "−": "-", "–": "-"}
 
 
-class ExpressionError(ValueError):
+class ExpressionError(InvalidArgument):
     """The text is not an arithmetic expression this parser accepts (the message says why)."""
 
 
