@@ -36,7 +36,8 @@ register("arith-v0", "rlvr_gym.envs.arith:ArithEnv")
 register("gsm8k-v0", "rlvr_gym.envs.gsm8k:GSM8KEnv")
 register("math500-v0", "rlvr_gym.envs.math500:MATH500Env")
 register("humaneval-v0", "rlvr_gym.envs.humaneval:HumanEvalEnv")
-register("mbpp-v0", "rlvr_gym.envs.mbpp:MbppEnv")
+register("mbpp-v0", "rlvr_gym.envs.mbpp:MbppEnv")  # the real MBPP: hub or a local copy
+register("mbpp-sample-v0", "rlvr_gym.envs.mbpp:MbppSampleEnv")  # 12 tasks we wrote, offline
 register("gsm8k-python-v0", "rlvr_gym.envs.python_tool_envs:GSM8KPythonEnv")
 register("math500-python-v0", "rlvr_gym.envs.python_tool_envs:MATH500PythonEnv")
 register("humaneval-feedback-v0", "rlvr_gym.envs.humaneval_feedback:HumanEvalFeedbackEnv")
