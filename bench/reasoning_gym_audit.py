@@ -73,11 +73,19 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         own.update(record["own"].get("through", []))
         hard.update(record["hardened"].get("through", []))
     audited = sum("error" not in r["own"] for r in results.values())
-    passing_own = sum(r["own"].get("ok", False) for r in results.values())
-    passing_hard = sum(r["hardened"].get("ok", False) for r in results.values())
+
+    def count(mode: str, test: Any) -> int:
+        return sum(1 for r in results.values() if "error" not in r[mode] and test(r[mode]))
+
+    def clean(record: dict[str, Any]) -> bool:
+        return not record["through"] and not record["errors"]
+
     lines = [
-        f"{audited} of {len(results)} datasets audited; audit passed with reasoning-gym's own scoring: "
-        f"{passing_own}, with the hardened scoring: {passing_hard}.",
+        f"{audited} of {len(results)} datasets audited. No exploit family got through: "
+        f"{count('own', clean)} with reasoning-gym's own scoring, {count('hardened', clean)} with the "
+        f"hardened scoring. Whole audit passed (also the metamorphic families): "
+        f"{count('own', lambda r: r['ok'])} and {count('hardened', lambda r: r['ok'])}. Verifier errors or "
+        f"hangs: {count('own', lambda r: bool(r['errors']))} and {count('hardened', lambda r: bool(r['errors']))}.",
         "",
         "| exploit family | datasets it got through (own scoring) | (hardened) |",
         "| --- | ---: | ---: |",
@@ -109,7 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated dataset names (default: all)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--docs", type=Path, default=None)
+    parser.add_argument("--from-json", type=Path, default=None, help="render a saved --json run, no auditing")
     args = parser.parse_args(argv)
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        text = table(saved) + f"\n\n(`bench/reasoning_gym_audit.py --n-tasks {args.n_tasks}`)"
+        print(text)
+        if args.docs:
+            write_docs(args.docs, text)
+        return 0
 
     from rlvr_gym.envs.reasoning_gym_bridge import DATASET_NAMES
 

@@ -18,9 +18,19 @@ STEPS = 10
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_id", ["countdown", "ifeval"])
-def test_a_catalogue_env_trains_ten_steps_with_the_tiny_model(tmp_path, env_id):
-    env = envs.make(env_id, train_size=64)
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("countdown", {}),
+        ("ifeval", {}),
+        # a bridged dataset whose hardened scoring passes the audit (train runs the audit first)
+        ("reasoning_gym/ab", {"hardened": True, "test_size": 8}),
+    ],
+)
+def test_a_catalogue_env_trains_ten_steps_with_the_tiny_model(tmp_path, env_id, kwargs):
+    if env_id.startswith("reasoning_gym/"):
+        pytest.importorskip("reasoning_gym", reason="needs rlvr-gym[reasoning-gym]")
+    env = envs.make(env_id, train_size=64, **kwargs)
     model = build_tiny_model(tmp_path / "tiny", env)
     config = RunConfig(
         model=str(model),
