@@ -6,6 +6,8 @@
 >>> obs, reward, terminated, truncated, info = env.step("<answer>42</answer>")
 """
 
+import importlib.util
+
 from rlvr_gym.envs.checker import CHECK_NAMES, EnvCheckError, check_env
 from rlvr_gym.envs.env import EnvStateError, SingleTurnEnv
 from rlvr_gym.envs.registration import (
@@ -34,10 +36,17 @@ register("arith-v0", "rlvr_gym.envs.arith:ArithEnv")
 register("gsm8k-v0", "rlvr_gym.envs.gsm8k:GSM8KEnv")
 register("math500-v0", "rlvr_gym.envs.math500:MATH500Env")
 register("humaneval-v0", "rlvr_gym.envs.humaneval:HumanEvalEnv")
-register("mbpp-v0", "rlvr_gym.envs.mbpp:MbppEnv")
+register("mbpp-v0", "rlvr_gym.envs.mbpp:MbppEnv")  # the real MBPP: hub or a local copy
+register("mbpp-sample-v0", "rlvr_gym.envs.mbpp:MbppSampleEnv")  # 12 tasks we wrote, offline
 register("gsm8k-python-v0", "rlvr_gym.envs.python_tool_envs:GSM8KPythonEnv")
 register("math500-python-v0", "rlvr_gym.envs.python_tool_envs:MATH500PythonEnv")
 register("humaneval-feedback-v0", "rlvr_gym.envs.humaneval_feedback:HumanEvalFeedbackEnv")
+register("countdown-v0", "rlvr_gym.envs.countdown:CountdownEnv")
+register("ifeval-v0", "rlvr_gym.envs.ifeval:IFEvalEnv")
+if importlib.util.find_spec("reasoning_gym") is not None:  # finds, does not import, the package
+    from rlvr_gym.envs.reasoning_gym_bridge import register_all as _register_reasoning_gym
+
+    _register_reasoning_gym()
 load_plugins()
 
 __all__ = [

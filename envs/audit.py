@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.tool_audit import TOOL_FAMILIES, episodes, score_episodes
 from rlvr_gym.envs.tool_env import MultiTurnEnv
 from rlvr_gym.error import Error, InvalidArgument, InvalidType
-from rlvr_gym.verifiers import Task, Verdict
+from rlvr_gym.verifiers import Reason, Task, Verdict
 from rlvr_gym.verifiers.audit import (
     MAX_REWARD,
     Exploit,
@@ -34,6 +35,12 @@ from rlvr_gym.verifiers.audit import (
 AUDIT_FILE = "audit.json"
 FAST_TASKS = 3
 """Tasks the fast audit (the one ``train`` runs first) samples: a few seconds even for code envs."""
+BATCH_TIMEOUT = 600.0
+"""Seconds the audit's one ``env.verify_batch`` call may take before the audit stops waiting."""
+ITEM_TIMEOUT = 30.0
+"""After a batch overran: seconds each item may take when re-scored alone."""
+MAX_HUNG_ITEMS = 3
+"""After this many items hung alone, the rest are not scored (each would cost ``ITEM_TIMEOUT``)."""
 
 
 class AuditFailed(Error, RuntimeError):
@@ -134,12 +141,71 @@ def _subjects(env: SingleTurnEnv, tasks: Sequence[Task], indices: list[int]) -> 
     return subjects
 
 
-def _score(env: SingleTurnEnv, completions: list[str], tasks: list[Task]) -> list[tuple[Verdict, float]]:
-    """Verdicts, each with the batch's mean seconds per item, from one ``env.verify_batch``."""
+def _within(seconds: float, call: Any) -> tuple[bool, Any]:
+    """``(True, call())`` if it returns within ``seconds``, else ``(False, None)``.
+
+    The call runs in a daemon thread: a verifier that hangs cannot be stopped from Python, so it is
+    left behind (a daemon does not keep the process alive) and the audit goes on without it. An
+    exception from the call is re-raised here.
+    """
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="rlvr-gym-audit-score", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        return False, None
+    if "error" in box:
+        raise box["error"]
+    return True, box["value"]
+
+
+def _hung(seconds: float, why: str) -> Verdict:
+    """A hang is the verifier's failure, and the audit's finding: an ``error`` verdict."""
+    return Verdict.fail(Reason.ERROR, error=f"the verifier hung: {why}", hung_after_s=round(seconds, 3))
+
+
+def _score(
+    env: SingleTurnEnv,
+    completions: list[str],
+    tasks: list[Task],
+    *,
+    batch_timeout: float = BATCH_TIMEOUT,
+    item_timeout: float = ITEM_TIMEOUT,
+) -> list[tuple[Verdict, float]]:
+    """Verdicts, each with seconds per item, from one ``env.verify_batch`` under a deadline.
+
+    If the batch overruns ``batch_timeout``, each item is re-scored alone under ``item_timeout``:
+    the items that hang get ``error`` verdicts naming the hang, and after :data:`MAX_HUNG_ITEMS`
+    hangs the rest are reported unscored, so the audit always ends.
+    """
     started = time.perf_counter()
-    verdicts = env.verify_batch(completions, tasks)
-    each = (time.perf_counter() - started) / max(1, len(completions))
-    return [(v, each) for v in verdicts]
+    finished, verdicts = _within(batch_timeout, lambda: env.verify_batch(completions, tasks))
+    if finished:
+        each = (time.perf_counter() - started) / max(1, len(completions))
+        return [(v, each) for v in verdicts]
+    scored: list[tuple[Verdict, float]] = []
+    hangs = 0
+    for completion, task in zip(completions, tasks, strict=True):
+        if hangs >= MAX_HUNG_ITEMS:
+            scored.append((_hung(0.0, f"not scored: {hangs} items already hung alone"), 0.0))
+            continue
+        item_started = time.perf_counter()
+        done, verdict = _within(item_timeout, lambda c=completion, t=task: env.verify(c, t))
+        seconds = time.perf_counter() - item_started
+        if not done:
+            hangs += 1
+            verdict = _hung(
+                seconds, f"no verdict within {item_timeout:g} s (the batch overran {batch_timeout:g} s)"
+            )
+        scored.append((verdict, seconds))
+    return scored
 
 
 def audit(
@@ -151,13 +217,16 @@ def audit(
     families: Iterable[str] | None = None,
     fast: bool = False,
     threshold: float = MAX_REWARD,
+    batch_timeout: float = BATCH_TIMEOUT,
+    item_timeout: float = ITEM_TIMEOUT,
 ) -> AuditReport:
     """Run the exploit catalogue on ``n_tasks`` tasks of ``env`` drawn with ``seed``.
 
     ``fast`` leaves out the slow exploits (sleeping past the limit, 1 MB completions), for the
     check ``train`` runs before spending a GPU hour. An exploit fails the audit when it passes
     or earns more than ``threshold``; a metamorphic case (gold, equivalent rendering) fails it
-    when it does not pass; any verifier error fails it. Raises nothing on a failed audit: read
+    when it does not pass; any verifier error fails it. Scoring is bounded (``batch_timeout``,
+    then ``item_timeout`` per item): a verifier that hangs is a failed finding, not a hung audit. Raises nothing on a failed audit: read
     ``report.ok`` (``train`` raises :class:`AuditFailed`).
     """
     if not isinstance(env, SingleTurnEnv):
@@ -178,7 +247,16 @@ def audit(
         if index != indices[0]:  # the time-limit exploit costs a full limit: one task is proof enough
             exploits = [e for e in exploits if e.name != "sleep_past_limit"]
         rows += [(index, e, subject.task) for e in exploits]
-    scored = _score(env, [e.completion for _, e, _ in rows], [t for _, _, t in rows])
+    for name, value in (("batch_timeout", batch_timeout), ("item_timeout", item_timeout)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+            raise InvalidArgument(f"{name} must be a positive number of seconds, got {value!r}")
+    scored = _score(
+        env,
+        [e.completion for _, e, _ in rows],
+        [t for _, _, t in rows],
+        batch_timeout=batch_timeout,
+        item_timeout=item_timeout,
+    )
     played: list[tuple[int, Exploit, Verdict, float]] = []
     if isinstance(env, MultiTurnEnv):  # tool envs: scripted episodes through step()
         subjects = _subjects(env, tasks, indices)

@@ -1,9 +1,14 @@
-"""``mbpp``: MBPP-style Python tasks (Google's Mostly Basic Python Problems and our own format).
+"""``mbpp``: Google's Mostly Basic Python Problems, and ``mbpp-sample``: 12 tasks we wrote in its format.
 
-Data, first that applies: ``data_path`` (a ``.jsonl``/``.jsonl.gz`` file whose rows carry a
-``split`` field, or a folder holding ``mbpp_<split>.jsonl``); ``$RLVR_GYM_DATA_DIR/mbpp_<split>.jsonl``;
-the bundled fixture :data:`FIXTURE_PATH` when ``RLVR_GYM_DATA_DIR`` is set but holds no MBPP copy
-(offline means "use what is local"); else the hub (``google-research-datasets/mbpp``, ``full``).
+``mbpp-v0`` is MBPP itself. Data, first that applies: ``data_path`` (a ``.jsonl``/``.jsonl.gz``
+file whose rows carry a ``split`` field, or a folder holding ``mbpp_<split>.jsonl``);
+``$RLVR_GYM_DATA_DIR/mbpp_<split>.jsonl``; else the hub (``google-research-datasets/mbpp``,
+``full``). With ``RLVR_GYM_DATA_DIR`` set and no copy there it is a clear error, never a stand-in:
+no registry package ships MBPP's test set (we looked: evalplus and lm-eval download it at run time).
+
+``mbpp-sample-v0`` is the bundled fixture :data:`FIXTURE_PATH` — twelve small tasks we wrote in
+MBPP's schema, with our call and stdin/stdout kinds besides asserts. It is not MBPP and its scores
+say nothing about MBPP; it exists so the code env runs offline.
 
 Rows use the hub's fields (``task_id``, ``text``, ``code``, ``test_list``, ``test_setup_code``).
 A row may instead give ``tests`` directly in any harness kind, which is how the fixture has
@@ -12,7 +17,6 @@ function-call cases (``calls``) and stdin/stdout programs (``stdio``) besides MB
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -20,10 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_gym.envs.code_env import FENCE_INSTRUCTION, CodeEnv, fenced
-from rlvr_gym.envs.data import data_dir, load_hub, parse_rows, read_jsonl
+from rlvr_gym.envs.data import DATA_DIR_ENV, DataUnavailableError, data_dir, load_hub, parse_rows, read_jsonl
 from rlvr_gym.verifiers import Task
-
-logger = logging.getLogger("rlvr_gym.envs")
 
 FIXTURE_PATH = Path(__file__).resolve().parent / "data" / "mbpp_fixture.jsonl"
 HUB_NAME, HUB_CONFIG = "google-research-datasets/mbpp", "full"
@@ -66,8 +68,10 @@ class MbppEnv(CodeEnv):
             return None
         if (folder / f"mbpp_{split}.jsonl").exists():
             return read_jsonl(folder / f"mbpp_{split}.jsonl")
-        logger.info("no mbpp_%s.jsonl in %s: using the bundled fixture %s", split, folder, FIXTURE_PATH)
-        return [row for row in read_jsonl(FIXTURE_PATH) if row.get("split") == split]
+        raise DataUnavailableError(
+            f"MBPP is not on this machine: no mbpp_{split}.jsonl in ${DATA_DIR_ENV} ({folder}); put a copy "
+            "there, pass data_path=..., or use mbpp-sample-v0 (12 MBPP-style tasks we wrote, not MBPP)"
+        )
 
     def load_tasks(self, split: str) -> Sequence[Task]:
         rows = self._local_rows(split)
@@ -97,3 +101,10 @@ class MbppEnv(CodeEnv):
         name = tests.get("entry_point") or tests.get("fn")
         stub = f"def {name}(*args, **kwargs):\n    return None" if name else "print('no idea')"
         return [*super().wrong_completions(task), fenced(stub)]
+
+
+class MbppSampleEnv(MbppEnv):
+    """12 MBPP-style Python tasks we wrote (asserts, calls, stdin/stdout): an offline sample, not MBPP."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(data_path=FIXTURE_PATH, **options)

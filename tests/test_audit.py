@@ -50,7 +50,7 @@ def test_builtin_text_envs_pass_their_audit(env_id):
     assert report.families["hedging"].count > 50 and report.families["gold"].pass_rate == 1.0
 
 
-@pytest.mark.parametrize("env_id", ["humaneval", "mbpp"])
+@pytest.mark.parametrize("env_id", ["humaneval", "mbpp-sample"])
 def test_builtin_code_envs_pass_their_audit(env_id):
     report = rg.audit(rg.make(env_id), n_tasks=4, seed=1, fast=True)
     assert report.ok, report.render()

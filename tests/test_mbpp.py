@@ -7,13 +7,13 @@ import json
 import pytest
 
 from rlvr_gym import envs
+from rlvr_gym.envs.data import DataUnavailableError
 from rlvr_gym.envs.mbpp import FIXTURE_PATH, MbppEnv, mbpp_tests
-from tests.code_support import SHARED_DATA
 
 
 @pytest.fixture(scope="module")
 def env():
-    return envs.make("mbpp", data_path=FIXTURE_PATH)  # with a spec: the rebuild rules run too
+    return envs.make("mbpp-sample")  # with a spec: the rebuild rules run too
 
 
 def test_fixture_covers_every_test_kind_in_both_splits(env):
@@ -45,9 +45,14 @@ def test_partial_credit_and_prompts(env):
     assert not verdict.passed and 0 < verdict.score < 1
 
 
-def test_data_dir_without_mbpp_falls_back_to_the_fixture(monkeypatch):
-    monkeypatch.setenv("RLVR_GYM_DATA_DIR", str(SHARED_DATA))
-    assert envs.make("mbpp").tasks("test") == MbppEnv(data_path=FIXTURE_PATH).tasks("test")
+def test_mbpp_never_stands_in_the_fixture_for_mbpp(monkeypatch, tmp_path):
+    monkeypatch.setenv("RLVR_GYM_DATA_DIR", str(tmp_path))  # a data folder without MBPP
+    with pytest.raises(DataUnavailableError, match="mbpp-sample-v0"):
+        envs.make("mbpp").tasks("test")
+    sample = envs.make("mbpp-sample")
+    assert sample.tasks("test") == MbppEnv(data_path=FIXTURE_PATH).tasks("test")
+    assert len(sample.tasks("train")) + len(sample.tasks("test")) == 12
+    assert "not MBPP" in envs.spec("mbpp-sample").summary()
 
 
 def test_data_dir_with_mbpp_files_is_used(monkeypatch, tmp_path):

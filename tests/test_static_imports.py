@@ -19,7 +19,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CHECKED = ["envs", "verifiers", "backends", "trainers", "tests", "examples", "bench"]
 ROOT_MODULES = ["rlvr_gym/__init__.py", "rlvr_gym/error.py"]
-OPTIONAL = {"vllm"}  # extras the test command does not install (GPU only)
+OPTIONAL = {
+    "vllm",
+    "lm_eval",
+    "reasoning_gym",
+}  # extras the test command may not install: GPU only; bench-only [bench-ifeval]; [reasoning-gym]
 
 
 def pyright() -> str:

@@ -1,0 +1,207 @@
+"""``countdown``: make a target number from given numbers with ``+ - * /`` (the TinyZero task).
+
+Every task is generated *from a solution*: numbers are drawn, a random expression tree is built
+over some (or all) of them, and its value becomes the target, so every task is solvable and the
+reference completion is that expression. Tasks are a pure function of ``(seed, split, index)``
+(a string-seeded ``random.Random``), so two instances pose the same tasks. Scoring is
+:class:`~rlvr_gym.verifiers.countdown.CountdownVerifier`: our whitelist parser, exact rational
+value, multiset check on the numbers used.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from fractions import Fraction
+from typing import Any, overload
+
+from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.error import InvalidArgument, InvalidType, OutOfRange
+from rlvr_gym.verifiers import Rubric, Task
+from rlvr_gym.verifiers.countdown import CountdownVerifier
+
+OPERATIONS = "+-*/"
+MAX_TRIES = 64
+SYSTEM_PROMPT = (
+    "Combine the given numbers with +, -, * and / (and parentheses) to make the target. Give the "
+    "expression inside <answer></answer> tags, e.g. <answer>(3 + 5) * 2</answer>; working goes before it."
+)
+_WORDS = {"+": "addition", "-": "subtraction", "*": "multiplication", "/": "division"}
+
+
+def _combine(op: str, left: Fraction, right: Fraction) -> Fraction | None:
+    """The value of ``left op right``, or ``None`` where the generator avoids it (a result that is
+    not a positive integer keeps every intermediate value a plain Countdown number)."""
+    if op == "/":
+        if right == 0 or left % right:
+            return None
+        value = left / right
+    else:
+        value = left + right if op == "+" else left - right if op == "-" else left * right
+    return value if value > 0 and value.denominator == 1 else None
+
+
+def _solve_from(rng: random.Random, values: list[int], operations: str) -> tuple[str, int] | None:
+    """A random expression tree over ``values`` and its value (``None`` if the draw dead-ends)."""
+    items: list[tuple[str, Fraction, bool]] = [(str(v), Fraction(v), False) for v in values]
+    while len(items) > 1:
+        i, j = rng.sample(range(len(items)), 2)
+        (a, x, a_compound), (b, y, b_compound) = items[i], items[j]
+        for op in rng.sample(operations, len(operations)):
+            value = _combine(op, x, y)
+            if value is not None:
+                break
+        else:
+            return None
+        left = f"({a})" if a_compound else a
+        right = f"({b})" if b_compound else b
+        items = [item for k, item in enumerate(items) if k not in (i, j)] + [
+            (f"{left} {op} {right}", value, True)
+        ]
+    text, value, _ = items[0]
+    return text, int(value)
+
+
+def generate_task(
+    seed: int,
+    split: str,
+    index: int,
+    *,
+    num_count: int,
+    min_number: int,
+    max_number: int,
+    max_target: int,
+    operations: str,
+    use_all: bool,
+) -> dict[str, Any]:
+    """The task at ``index``: numbers, a target no single number equals, and one solution.
+
+    Each of :data:`MAX_TRIES` draws takes fresh numbers and a random tree over them. If none lands
+    in range, the sum of the numbers is the target when ``+`` is allowed (larger than each, so
+    never a given number); without ``+`` the knobs leave no task and that is a clear error.
+    """
+    rng = random.Random(f"rlvr-gym/countdown/{seed}/{split}/{index}")
+    for _ in range(MAX_TRIES):
+        numbers = [rng.randint(min_number, max_number) for _ in range(num_count)]
+        size = num_count if use_all else rng.randint(2, num_count)
+        found = _solve_from(rng, rng.sample(numbers, size), operations)
+        if found is not None and found[1] <= max_target and found[1] not in numbers:
+            solution, target = found
+            break
+    else:
+        if "+" not in operations:
+            raise InvalidArgument(
+                f"countdown found no task at {split}[{index}] in {MAX_TRIES} draws with operations="
+                f"{operations!r}, max_target={max_target}: allow '+' or raise max_target"
+            )
+        solution, target = " + ".join(map(str, numbers)), sum(numbers)
+    return {"numbers": numbers, "target": target, "solution": solution, "split": split, "index": index}
+
+
+class CountdownTasks(Sequence[dict[str, Any]]):
+    """A lazy, indexable sequence of generated tasks (nothing is stored)."""
+
+    def __init__(self, size: int, **params: Any) -> None:
+        self.size, self.params = size, params
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.size))]
+        if index < 0:
+            index += self.size
+        if not 0 <= index < self.size:
+            raise OutOfRange(f"task index {index} out of range ({self.size} tasks)")
+        return generate_task(index=index, **self.params)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self[i] for i in range(self.size))
+
+
+def _positive_int(name: str, value: object, low: int = 1, high: int | None = None) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise InvalidArgument(f"{name} must be an integer {bound}, got {value!r}")
+    return value
+
+
+class CountdownEnv(SingleTurnEnv):
+    """Countdown: make the target from the given numbers with + - * / (each number at most once)."""
+
+    default_system_prompt = SYSTEM_PROMPT
+
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        num_count: int = 4,
+        min_number: int = 1,
+        max_number: int = 99,
+        max_target: int = 999,
+        operations: str = OPERATIONS,
+        use_all: bool = False,
+        train_size: int = 10_000,
+        test_size: int = 500,
+        **env_options: Any,
+    ) -> None:
+        super().__init__(**env_options)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InvalidType(f"seed must be an int, got {type(seed).__name__}")
+        _positive_int("num_count", num_count, 2, 8)
+        _positive_int("min_number", min_number)
+        _positive_int("max_number", max_number, min_number, 10**6)
+        _positive_int("max_target", max_target, 2)
+        _positive_int("train_size", train_size)
+        _positive_int("test_size", test_size)
+        if not isinstance(operations, str) or not operations or set(operations) - set(OPERATIONS):
+            raise InvalidArgument(
+                f"operations must be a non-empty string of {OPERATIONS!r}, got {operations!r}"
+            )
+        self.params = {
+            "seed": seed,
+            "num_count": num_count,
+            "min_number": min_number,
+            "max_number": max_number,
+            "max_target": max_target,
+            "operations": "".join(dict.fromkeys(operations)),
+            "use_all": bool(use_all),
+        }
+        self.sizes = {"train": train_size, "test": test_size}
+        self.rubric = Rubric({"correct": CountdownVerifier(use_all=bool(use_all))})
+
+    def load_tasks(self, split: str) -> Sequence[Task]:
+        return CountdownTasks(self.sizes[split], split=split, **self.params)
+
+    def question(self, task: Task) -> str:
+        numbers = ", ".join(map(str, task["numbers"]))
+        ops = ", ".join(f"{_WORDS[op]} ({op})" for op in self.params["operations"])
+        rule = "each number exactly once" if self.params["use_all"] else "each number at most once"
+        return f"Using the numbers [{numbers}], make {task['target']}. You may use {ops}, with {rule}."
+
+    def reference_completion(self, task: Task) -> str:
+        return f"<answer>{task['solution']}</answer>"
+
+    def wrong_completions(self, task: Task) -> list[str]:
+        numbers, solution = list(task["numbers"]), task["solution"]
+        first = solution.split(" ", 1)[0].strip("()")
+        bumped = solution.replace(first, str(int(first) + 1), 1)
+        n = numbers[0]
+        return [
+            *super().wrong_completions(task),
+            f"<answer>{task['target']}</answer>",  # the target itself: not a given number
+            f"<answer>{bumped}</answer>",  # one number nudged: another value
+            f"<answer>({solution}) * {n} / {n}</answer>",  # right value, a number used too often
+            f"<answer>{task['target']}</answer>\n<answer>{solution}</answer>",  # a hedge
+            f"<answer>{solution} + </answer>",  # malformed
+        ]

@@ -1,0 +1,358 @@
+"""The reasoning-gym bridge: each of its 106 procedural datasets as env ``reasoning_gym/<name>-v0``.
+
+Registration costs nothing: the ids come from :data:`DATASET_NAMES` (reasoning-gym 0.1.25's
+factory, pinned; a test checks it against the installed factory), and ``reasoning_gym`` (seven
+seconds of imports) is loaded only when an env is made. Install ``rlvr-gym[reasoning-gym]``.
+
+* Tasks: ``create_dataset(name, seed=seed, size=train_size + test_size, **config)`` — train is
+  entries ``[0, train_size)``, test the next ``test_size``, so the splits never share an entry
+  index, and two instances with one seed pose the same tasks. Config knobs are env kwargs.
+* Scoring: reasoning-gym's own ``score_answer`` (:class:`ReasoningGymScore`), run in a worker
+  process with a deadline and a memory limit, on the answer our extractor takes — the same
+  answer reasoning-gym's ``extract_answer`` takes (the last complete ``<answer>...</answer>``
+  pair, scanning left to right), found in linear time (theirs is a lazy regex that can take
+  minutes on a megabyte of tags) and only from completions under :data:`MAX_COMPLETION_CHARS`.
+* ``hardened=True`` wraps the score in :class:`~rlvr_gym.verifiers.SingleAnswer` (several
+  answer tags pass only if each does) and refuses reasoning-gym's partial credit for answers
+  that merely *contain* the gold (its default scorer gives ``len(gold)/len(answer)``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import functools
+import json
+import math
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+from rlvr_gym.envs.env import PromptFormat, SingleTurnEnv
+from rlvr_gym.error import InvalidArgument, InvalidType, NotAvailable, OutOfRange
+from rlvr_gym.verifiers import Reason, Rubric, SingleAnswer, Task, Verdict
+from rlvr_gym.verifiers.math.budget import RunFailed, Worker, _Process
+
+VERSION = "0.1.25"
+NAMESPACE = "reasoning_gym"
+MAX_COMPLETION_CHARS = 200_000
+MAX_ANSWER_CHARS = 20_000
+SCORE_TIMEOUT = 10.0
+WORKER_MEMORY_MB = 2048
+WORKER_TARGET = "rlvr_gym.envs.reasoning_gym_worker:score"
+_OPEN, _CLOSE = "<answer>", "</answer>"
+
+DATASET_NAMES: tuple[str, ...] = (
+    "ab", "acre", "advanced_geometry", "aiw", "arc_1d", "arc_agi", "base_conversion", "basic_arithmetic",
+    "bf", "binary_alternation", "binary_matrix", "bitwise_arithmetic", "boxnet", "caesar_cipher",
+    "calendar_arithmetic", "chain_sum", "circuit_logic", "codeio", "coin_flip", "color_cube_rotation",
+    "complex_arithmetic", "composite", "count_bits", "count_primes", "countdown", "course_schedule",
+    "cryptarithm", "decimal_arithmetic", "decimal_chain_sum", "dice", "emoji_mystery", "family_relationships",
+    "figlet_font", "fraction_simplification", "futoshiki", "game_of_life", "game_of_life_halting", "gcd",
+    "graph_color", "group_anagrams", "gsm_symbolic", "intermediate_integration", "isomorphic_strings", "jugs",
+    "kakurasu", "knight_swap", "knights_knaves", "largest_island", "lcm", "leg_counting", "letter_counting",
+    "letter_jumble", "list_functions", "mahjong_puzzle", "manipulate_matrix", "maze", "mini_sudoku",
+    "modulo_grid", "n_queens", "needle_haystack", "number_filtering", "number_format", "number_sequence",
+    "number_sorting", "palindrome_generation", "palindrome_partitioning", "path_star", "polynomial_equations",
+    "polynomial_multiplication", "pool_matrix", "power_function", "prime_factorization", "products",
+    "propositional_logic", "puzzle24", "quantum_lock", "ransom_note", "rearc", "rectangle_count",
+    "rotate_matrix", "rotten_oranges", "rubiks_cube", "rush_hour", "self_reference", "sentence_reordering",
+    "shortest_path", "simple_equations", "simple_geometry", "simple_integration", "sokoban", "spell_backward",
+    "spiral_matrix", "string_insertion", "string_manipulation", "string_splitting", "string_synthesis",
+    "sudoku", "survo", "syllogism", "time_intervals", "tower_of_hanoi", "tsumego", "word_ladder",
+    "word_sequence_reversal", "word_sorting", "zebra_puzzles",
+)  # fmt: skip
+"""reasoning-gym 0.1.25's ``reasoning_gym.factory.DATASETS``, sorted."""
+
+_NO_ORACLE = "reasoning-gym gives no oracle answer (answer=None; score_answer checks the answer's constraints), so there is no reference completion for the oracle checks"
+CANNOT_CHECK: dict[str, str] = {
+    "boxnet": _NO_ORACLE,
+    "graph_color": _NO_ORACLE,
+    "propositional_logic": _NO_ORACLE,
+    "rubiks_cube": _NO_ORACLE,
+    "rush_hour": _NO_ORACLE,
+    "composite": "needs a `datasets` knob (a list of dataset specs); it has no default to check",
+    "list_functions": "not deterministic per index: dataset[i] poses a different task on each call, so a task cannot be scored against the entry it was posed from",
+    "polynomial_multiplication": "not deterministic per index across processes (the gold answer regenerated in the scoring worker is another polynomial)",
+    "game_of_life_halting": "its score_answer is bool(answer) == bool(gold): any non-empty answer scores 1.0 when the gold is non-empty, so wrong answers pass",
+}
+"""The bridged envs that do not pass ``check_env``, with the reason (reasoning-gym 0.1.25)."""
+
+
+def env_id(name: str) -> str:
+    return f"{NAMESPACE}/{name}-v0"
+
+
+def extract_answer(text: str) -> str | None:
+    """reasoning-gym's ``extract_answer`` (last ``<answer>\\s?(.*?)\\s?</answer>`` match, stripped),
+    in one left-to-right pass of ``str.find`` instead of a lazy regex."""
+    last, position = None, 0
+    while (start := text.find(_OPEN, position)) >= 0:
+        end = text.find(_CLOSE, start + len(_OPEN))
+        if end < 0:
+            break
+        last, position = text[start + len(_OPEN) : end], end + len(_CLOSE)
+    return None if last is None else last.strip()
+
+
+@functools.cache
+def _reasoning_gym() -> Any:
+    try:
+        import reasoning_gym
+    except ImportError:
+        raise NotAvailable(
+            f"the reasoning_gym/* envs need reasoning-gym=={VERSION}: pip install 'rlvr-gym[reasoning-gym]'"
+        ) from None
+    return reasoning_gym
+
+
+class _Worker(Worker):
+    """The budget worker without a standby: reasoning-gym's import costs seconds of CPU, and a
+    standby would double that on every start; after a kill the next call starts a fresh one."""
+
+    def _promote(self) -> None:
+        if self._active is not None:
+            self._active.kill()
+        self._active, self._standby = _Process(self.target, self.memory_mb), None
+
+
+_worker = _Worker(WORKER_TARGET, memory_mb=WORKER_MEMORY_MB)
+atexit.register(_worker.close)
+_users: set[int] = set()
+_users_lock = threading.Lock()
+
+
+def _use(user: int) -> Worker:
+    with _users_lock:
+        _users.add(user)
+    return _worker
+
+
+def _release(user: int) -> None:
+    """The shared worker stops when the last verifier that used it is closed."""
+    with _users_lock:
+        _users.discard(user)
+        last = not _users
+    if last:
+        _worker.close()
+
+
+class ReasoningGymScore:
+    """reasoning-gym's ``score_answer`` as a verifier: out of process, bounded, Verdicts with reasons.
+
+    ``passed`` is a score of 1.0 (reasoning-gym's "correct"); lower scores are ``wrong_answer``
+    with the score kept (its partial credit). With ``strict_credit`` a score below 1.0 earns 0.
+    """
+
+    def __init__(
+        self, name: str, config: dict[str, Any], seed: int, size: int, *, timeout: float = SCORE_TIMEOUT,
+        strict_credit: bool = False,
+    ) -> None:  # fmt: skip
+        self.name, self.config_json, self.seed, self.size = (
+            name,
+            json.dumps(config, sort_keys=True),
+            seed,
+            size,
+        )
+        self.timeout, self.strict_credit = timeout, strict_credit
+
+    def __call__(self, completion: str, task: Task) -> Verdict:
+        if len(completion) > MAX_COMPLETION_CHARS:
+            return Verdict.fail(
+                Reason.BAD_FORMAT, why=f"completion longer than {MAX_COMPLETION_CHARS} characters"
+            )
+        answer = extract_answer(completion)
+        if answer is None:
+            return Verdict.fail(Reason.NO_ANSWER, why="no <answer></answer> pair")
+        if len(answer) > MAX_ANSWER_CHARS:
+            return Verdict.fail(
+                Reason.BAD_FORMAT, answer[:80], why=f"answer longer than {MAX_ANSWER_CHARS} characters"
+            )
+        outcome = self._call(answer, int(task["index"]))
+        shown = answer[:500]
+        if outcome.status == "timeout":
+            return Verdict.fail(
+                Reason.TIMEOUT, shown, why=f"reasoning-gym's score_answer ran past {self.timeout:g} s"
+            )
+        if outcome.status != "ok" or not isinstance(outcome.value, int | float):
+            # reasoning-gym raised, crashed or ran out of memory on this answer: the answer's failure
+            detail = outcome.value if outcome.status == "error" else outcome.status
+            return Verdict.fail(
+                Reason.BAD_FORMAT, shown, why=f"reasoning-gym's score_answer failed: {detail}"
+            )
+        value = float(outcome.value)
+        if value >= 1.0:
+            return Verdict.correct(shown, rg_score=value)
+        score = 0.0 if self.strict_credit or not math.isfinite(value) else max(0.0, value)
+        return Verdict.fail(Reason.WRONG_ANSWER, shown, score=score, rg_score=value)
+
+    def _call(self, answer: str, index: int) -> Any:
+        worker = _use(id(self))
+        try:
+            worker.start()  # reasoning-gym's import takes seconds: never charge it to an answer's budget
+        except RunFailed as exc:
+            raise NotAvailable(f"reasoning-gym's scoring worker did not start: {exc}") from None
+        return worker.call(
+            self.name, self.config_json, self.seed, self.size, index, answer, timeout=self.timeout
+        )
+
+    def close(self) -> None:
+        """Release the scoring worker (stopped once no open verifier uses it; restarts on use)."""
+        _release(id(self))
+
+    def __repr__(self) -> str:
+        return f"ReasoningGymScore({self.name!r}, strict_credit={self.strict_credit})"
+
+
+class _Rows(Sequence[dict[str, Any]]):
+    """Entries ``[offset, offset + size)`` of a reasoning-gym dataset as task rows, made on demand."""
+
+    def __init__(self, env: ReasoningGymEnv, split: str, offset: int, size: int) -> None:
+        self.env, self.split, self.offset, self.size = env, split, offset, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.size))]
+        if index < 0:
+            index += self.size
+        if not 0 <= index < self.size:
+            raise OutOfRange(f"task index {index} out of range ({self.size} tasks)")
+        return self.env.row(self.split, self.offset + index)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self[i] for i in range(self.size))
+
+
+class ReasoningGymEnv(SingleTurnEnv):
+    """A reasoning-gym dataset, scored by its own ``score_answer`` (optionally hardened)."""
+
+    def __init__(
+        self,
+        *,
+        dataset: str,
+        seed: int = 0,
+        train_size: int = 500,
+        test_size: int = 100,
+        hardened: bool = False,
+        score_timeout: float = SCORE_TIMEOUT,
+        prompt_format: PromptFormat = "chat",
+        system_prompt: str | None = None,
+        **config: Any,
+    ) -> None:
+        rg = _reasoning_gym()
+        if system_prompt is None:
+            system_prompt = rg.utils.SYSTEM_PROMPTS["default"]
+        super().__init__(prompt_format=prompt_format, system_prompt=system_prompt)
+        if dataset not in rg.factory.DATASETS:
+            raise InvalidArgument(f"reasoning-gym has no dataset {dataset!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InvalidType(f"seed must be an int, got {type(seed).__name__}")
+        for name, value in (("train_size", train_size), ("test_size", test_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgument(f"{name} must be an integer >= 1, got {value!r}")
+        if (
+            isinstance(score_timeout, bool)
+            or not isinstance(score_timeout, int | float)
+            or not score_timeout > 0
+        ):
+            raise InvalidArgument(
+                f"score_timeout must be a positive number of seconds, got {score_timeout!r}"
+            )
+        fields = {f.name for f in dataclasses.fields(rg.factory.DATASETS[dataset][1])} - {"seed", "size"}
+        unknown = sorted(set(config) - fields)
+        if unknown:
+            raise InvalidArgument(f"{env_id(dataset)} has no knob(s) {unknown}; its knobs: {sorted(fields)}")
+        try:
+            json.dumps(config)
+        except TypeError as exc:
+            raise InvalidType(
+                f"reasoning-gym knobs must be JSON values (lists, numbers, text): {exc}"
+            ) from None
+        self.dataset_name, self.config, self.seed = dataset, dict(config), seed
+        self.sizes = {"train": train_size, "test": test_size}
+        self.hardened = bool(hardened)
+        self._dataset: Any = None
+        self.dataset  # noqa: B018 - build it now, so a bad knob is an error at make()
+        score = ReasoningGymScore(
+            dataset,
+            self.config,
+            seed,
+            train_size + test_size,
+            timeout=float(score_timeout),
+            strict_credit=self.hardened,
+        )
+        self.rubric = Rubric({"correct": SingleAnswer(score) if self.hardened else score})
+
+    @property
+    def dataset(self) -> Any:
+        """The reasoning-gym dataset (built on first use; not pickled)."""
+        if self._dataset is None:
+            size = self.sizes["train"] + self.sizes["test"]
+            try:
+                self._dataset = _reasoning_gym().create_dataset(
+                    self.dataset_name, seed=self.seed, size=size, **self.config
+                )
+            except (ValueError, TypeError, AssertionError) as exc:
+                raise InvalidArgument(
+                    f"{env_id(self.dataset_name)}: bad knobs {self.config}: {exc}"
+                ) from None
+        return self._dataset
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_dataset"] = None
+        return state
+
+    def row(self, split: str, index: int) -> dict[str, Any]:
+        """Entry ``index`` of the dataset as a task row (JSON values only; metadata stays behind)."""
+        entry = self.dataset[index]
+        answer = entry["answer"]
+        return {
+            "question": str(entry["question"]),
+            "answer": answer if isinstance(answer, str) else json.dumps(answer, default=str),
+            "index": index,
+            "split": split,
+            "dataset": self.dataset_name,
+        }
+
+    def load_tasks(self, split: str) -> Sequence[Task]:
+        offset = 0 if split == "train" else self.sizes["train"]
+        return _Rows(self, split, offset, self.sizes[split])
+
+    def question(self, task: Task) -> str:
+        return task["question"]
+
+    def reference_completion(self, task: Task) -> str:
+        return f"<answer>{task['answer']}</answer>"
+
+    def wrong_completions(self, task: Task) -> list[str]:
+        return [*super().wrong_completions(task), "<answer>definitely not the answer 0xC0FFEE</answer>"]
+
+
+def make_env(**kwargs: Any) -> ReasoningGymEnv:
+    """The registered entry point: every keyword goes to :class:`ReasoningGymEnv` (which checks
+    the knobs against the dataset's config), so the registry does not filter reasoning-gym's knobs."""
+    return ReasoningGymEnv(**kwargs)
+
+
+def register_all() -> list[str]:
+    """Register ``reasoning_gym/<name>-v0`` for every dataset of :data:`DATASET_NAMES` (no import)."""
+    from rlvr_gym.envs.registration import register
+
+    ids = []
+    for name in DATASET_NAMES:
+        register(
+            env_id(name),
+            "rlvr_gym.envs.reasoning_gym_bridge:make_env",
+            description=f"reasoning-gym {VERSION} '{name}', scored by its own score_answer",
+            dataset=name,
+        )
+        ids.append(env_id(name))
+    return ids

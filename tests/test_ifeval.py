@@ -1,0 +1,195 @@
+"""Verifiable instructions: IFEval's checks (strict and loose), the substance gate, and the env."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rlvr_gym import envs
+from rlvr_gym.envs.audit import audit
+from rlvr_gym.envs.ifeval import FAMILIES
+from rlvr_gym.verifiers import Reason
+from rlvr_gym.verifiers.ifeval import InstructionsFollowed
+from rlvr_gym.verifiers.instructions import CHECKS, MAX_RESPONSE_CHARS, check, check_loose, count_sentences
+
+# (instruction, kwargs, a response that follows it, one that does not) — IFEval's semantics.
+CASES = [
+    ("keywords:existence", {"keywords": ["potato", "spot"]}, "A spotted Potato.", "A potato."),
+    (
+        "keywords:frequency",
+        {"keyword": "read", "relation": "at least", "frequency": 2},
+        "read READ",
+        "I read.",
+    ),
+    ("keywords:forbidden_words", {"forbidden_words": ["spot"]}, "A spotted dog.", "Spot on."),
+    (
+        "keywords:letter_frequency",
+        {"letter": "e", "let_relation": "less than", "let_frequency": 3},
+        "ee",
+        "EEe",
+    ),
+    (
+        "language:response_language",
+        {"language": "fr"},
+        "Bonjour à tous, je suis très content de vous voir.",
+        "12345 678",
+    ),
+    (
+        "length_constraints:number_sentences",
+        {"relation": "less than", "num_sentences": 2},
+        "Dr. Smith came home.",
+        "A b. C d.",
+    ),
+    ("length_constraints:number_paragraphs", {"num_paragraphs": 2}, "a\n***\nb\n***", "a\n***\n\n***\nb"),
+    (
+        "length_constraints:number_words",
+        {"relation": "at least", "num_words": 3},
+        "don't stop-now",
+        "one two",
+    ),
+    (
+        "length_constraints:nth_paragraph_first_word",
+        {"num_paragraphs": 2, "nth_paragraph": 2, "first_word": "good"},
+        'x\n\n"Good, yes."',
+        "x\n\nBad.",
+    ),
+    ("detectable_content:number_placeholders", {"num_placeholders": 2}, "[a] and [b]", "[a] [b"),
+    ("detectable_content:postscript", {"postscript_marker": "P.S."}, "Body.\np. s. later", "Body. PS"),
+    ("detectable_format:number_bullet_lists", {"num_bullets": 2}, "*\nitem eaten\n- two", "* one\n** bold\n"),
+    ("detectable_format:constrained_response", {}, "Well. My answer is no.", "my answer is no"),
+    ("detectable_format:number_highlighted_sections", {"num_highlights": 2}, "*a* and **b**", "* * and **"),
+    (
+        "detectable_format:multiple_sections",
+        {"section_spliter": "Section", "num_sections": 2},
+        "Section 1 a Section 2 b",
+        "section 1 a",
+    ),
+    ("detectable_format:json_format", {}, '```json\n{"a": 1}\n```', "Here: {}"),
+    ("detectable_format:title", {}, "<<A title>> then >> more", "<<>> <<"),
+    ("combination:two_responses", {}, "a\n******\nb", "a\n******\na"),
+    (
+        "combination:repeat_prompt",
+        {"prompt_to_repeat": "Write a poem."},
+        " write a poem. Roses.",
+        "Roses. Write a poem.",
+    ),
+    (
+        "startend:end_checker",
+        {"end_phrase": "Any other questions?"},
+        'x. Any other questions?"',
+        "Any other questions? x",
+    ),
+    ("startend:quotation", {}, ' "quoted" ', '"'),
+    ("change_case:english_capital", {}, "THIS IS ALL IN CAPITAL LETTERS AND IN ENGLISH.", "This is not."),
+    ("change_case:english_lowercase", {}, "this is all lowercase english text about the weather.", "12345"),
+    (
+        "change_case:capital_word_frequency",
+        {"capital_relation": "at least", "capital_frequency": 3},
+        "I DON'T KNOW.",
+        "NASA-led A",
+    ),
+    ("punctuation:no_comma", {}, "No commas.", "One, two."),
+]
+
+
+def test_every_ifeval_family_has_a_case():
+    assert {c[0] for c in CASES} == set(CHECKS) and len(CHECKS) == 25
+
+
+@pytest.mark.parametrize(("instruction", "kwargs", "good", "bad"), CASES, ids=[c[0] for c in CASES])
+def test_each_check_follows_ifeval(instruction, kwargs, good, bad):
+    assert check(instruction, kwargs, good, "Write a poem.") is True
+    assert check(instruction, kwargs, bad, "Write a poem.") is False
+
+
+def test_loose_mode_forgives_a_chatty_first_line_a_sign_off_and_markdown_stars():
+    kw = {"prompt_to_repeat": "Write a poem."}
+    chatty = "Sure! Here you go:\nWrite a poem. Roses are red."
+    assert not check("combination:repeat_prompt", kw, chatty) and check_loose(
+        "combination:repeat_prompt", kw, chatty
+    )
+    signed = '"All quoted."\nHope this helps!'
+    assert not check("startend:quotation", {}, signed) and check_loose("startend:quotation", {}, signed)
+    starred = "**Any other questions?**"
+    end = {"end_phrase": "Any other questions?"}
+    assert not check("startend:end_checker", end, starred) and check_loose(
+        "startend:end_checker", end, starred
+    )
+
+
+def test_an_empty_or_oversized_response_follows_nothing():
+    assert not check("punctuation:no_comma", {}, "   ")
+    assert not check("punctuation:no_comma", {}, "a" * (MAX_RESPONSE_CHARS + 1))
+    assert not check_loose("punctuation:no_comma", {}, "a" * (MAX_RESPONSE_CHARS + 1))
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "[" * MAX_RESPONSE_CHARS,
+        "<<" * (MAX_RESPONSE_CHARS // 2),
+        " " * (MAX_RESPONSE_CHARS - 1) + "*",
+        "\n" * MAX_RESPONSE_CHARS,
+    ],
+    ids=["brackets", "angles", "spaces_then_star", "newlines"],
+)
+def test_the_regexes_ifeval_wrote_quadratic_run_in_linear_time(hostile):
+    count_sentences("Warm the tokenizer up.")
+    kwargs = {
+        "detectable_content:number_placeholders": {"num_placeholders": 1},
+        "detectable_format:title": {},
+        "detectable_format:number_bullet_lists": {"num_bullets": 1},
+        "detectable_content:postscript": {"postscript_marker": "P.S."},
+    }
+    for instruction, kw in kwargs.items():
+        started = time.perf_counter()
+        check_loose(instruction, kw, hostile)
+        assert time.perf_counter() - started < 0.5, instruction
+
+
+@pytest.fixture(scope="module")
+def env():
+    return envs.make("ifeval")
+
+
+def test_every_reference_follows_all_its_instructions_and_tasks_are_varied(env):
+    tasks = [env.tasks("train")[i] for i in range(120)]
+    verdicts = env.verify_batch([env.reference_completion(t) for t in tasks], tasks)
+    assert all(v.passed and v.score == 1.0 for v in verdicts)
+    posed = {i["id"] for t in tasks for i in t["instructions"]}
+    assert len(posed) >= 18 and posed <= set(FAMILIES) | {"keywords:existence"}
+    assert {len(t["instructions"]) for t in tasks} == {1, 2, 3}
+
+
+def test_tasks_are_seeded_and_equal_across_instances(env):
+    other = envs.make("ifeval")
+    assert list(env.tasks("test")[:20]) == list(other.tasks("test")[:20])
+    assert list(envs.make("ifeval", seed=3).tasks("test")[:20]) != list(env.tasks("test")[:20])
+
+
+def test_the_gate_refuses_echoes_off_topic_text_and_near_empty_text(env):
+    task = env.tasks("test")[0]
+    for text, why in [
+        (env.question(task), "repeats"),
+        ("Bananas grow in warm places near the sea and taste sweet when they ripen fully.", "off topic"),
+        ("<answer></answer>", "says nothing"),
+    ]:
+        verdict = env.verify(text, task)
+        assert verdict.reason is Reason.BAD_FORMAT
+        assert not verdict.passed and verdict.score == 0.0
+        assert why in InstructionsFollowed()(text, task).details["why"]
+
+
+def test_partial_credit_stays_below_half_and_the_loose_score_is_reported(env):
+    task = next(t for t in env.tasks("train") if len(t["instructions"]) == 3)
+    broken = env.wrong_completions(task)[3]  # the anchor keywords removed
+    verdict = env.verify(broken, task)
+    assert not verdict.passed and 0.0 < verdict.score < 0.5
+    assert set(verdict.details["scores"]) == {"all", "each", "loose"}
+
+
+def test_check_env_and_the_audit_pass(env):
+    assert envs.check_env(env, n_tasks=6) == list(envs.CHECK_NAMES)
+    report = audit(env, n_tasks=6)
+    assert report.ok, report.render()
