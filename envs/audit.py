@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,9 @@ from rlvr_gym.verifiers.audit import (
     failures,
     summarize,
 )
+
+BatchScore = Callable[[Sequence[object], Sequence[Task]], list[Verdict]]
+"""Scores a batch in order, as ``env.verify_batch`` does (a scoring backend may stand in)."""
 
 AUDIT_FILE = "audit.json"
 FAST_TASKS = 3
@@ -134,10 +137,10 @@ def _subjects(env: SingleTurnEnv, tasks: Sequence[Task], indices: list[int]) -> 
     return subjects
 
 
-def _score(env: SingleTurnEnv, completions: list[str], tasks: list[Task]) -> list[tuple[Verdict, float]]:
-    """Verdicts, each with the batch's mean seconds per item, from one ``env.verify_batch``."""
+def _score(score: BatchScore, completions: list[str], tasks: list[Task]) -> list[tuple[Verdict, float]]:
+    """Verdicts, each with the batch's mean seconds per item, from one batch call."""
     started = time.perf_counter()
-    verdicts = env.verify_batch(completions, tasks)
+    verdicts = score(completions, tasks)
     each = (time.perf_counter() - started) / max(1, len(completions))
     return [(v, each) for v in verdicts]
 
@@ -151,6 +154,7 @@ def audit(
     families: Iterable[str] | None = None,
     fast: bool = False,
     threshold: float = MAX_REWARD,
+    score: BatchScore | None = None,
 ) -> AuditReport:
     """Run the exploit catalogue on ``n_tasks`` tasks of ``env`` drawn with ``seed``.
 
@@ -158,7 +162,8 @@ def audit(
     check ``train`` runs before spending a GPU hour. An exploit fails the audit when it passes
     or earns more than ``threshold``; a metamorphic case (gold, equivalent rendering) fails it
     when it does not pass; any verifier error fails it. Raises nothing on a failed audit: read
-    ``report.ok`` (``train`` raises :class:`AuditFailed`).
+    ``report.ok`` (``train`` raises :class:`AuditFailed`). ``score`` scores the batch in place of
+    ``env.verify_batch`` (a scoring backend's, e.g. Ray actors holding the same env).
     """
     if not isinstance(env, SingleTurnEnv):
         raise InvalidType(f"audit needs a SingleTurnEnv (rlvr_gym.make(...)), got {type(env).__name__}")
@@ -178,7 +183,7 @@ def audit(
         if index != indices[0]:  # the time-limit exploit costs a full limit: one task is proof enough
             exploits = [e for e in exploits if e.name != "sleep_past_limit"]
         rows += [(index, e, subject.task) for e in exploits]
-    scored = _score(env, [e.completion for _, e, _ in rows], [t for _, _, t in rows])
+    scored = _score(score or env.verify_batch, [e.completion for _, e, _ in rows], [t for _, _, t in rows])
     played: list[tuple[int, Exploit, Verdict, float]] = []
     if isinstance(env, MultiTurnEnv):  # tool envs: scripted episodes through step()
         subjects = _subjects(env, tasks, indices)
@@ -201,9 +206,9 @@ def audit(
     )
 
 
-def fast_audit(env: SingleTurnEnv, seed: int = 0) -> AuditReport:
+def fast_audit(env: SingleTurnEnv, seed: int = 0, score: BatchScore | None = None) -> AuditReport:
     """The cheap audit ``train`` runs first: :data:`FAST_TASKS` tasks, slow exploits left out."""
-    return audit(env, n_tasks=FAST_TASKS, seed=seed, fast=True)
+    return audit(env, n_tasks=FAST_TASKS, seed=seed, fast=True, score=score)
 
 
 __all__ = ["AUDIT_FILE", "FAST_TASKS", "AuditFailed", "AuditReport", "audit", "fast_audit"]
