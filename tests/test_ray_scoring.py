@@ -21,6 +21,7 @@ ray = pytest.importorskip("ray", reason="the ray scoring tests need rlvr-gym[ray
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from rlvr_gym import envs  # noqa: E402
+from rlvr_gym.backends.engine.rewards import EnvRewards  # noqa: E402
 from rlvr_gym.backends.scoring import make_scorer, scored_by  # noqa: E402
 from rlvr_gym.backends.scoring.ray import ClusterUnreachable, RayScorer, WallsMissing  # noqa: E402
 from rlvr_gym.envs.code_env import fenced  # noqa: E402
@@ -128,17 +129,29 @@ def test_items_missing_the_budget_are_left_unscored_never_zeroed(cluster):
     env = envs.make("humaneval", data_path=HUMANEVAL, limits=Limits(wall_s=3.0), restricted=False)
     task = env.tasks("test")[0]
     slow = fenced(f"import time\ndef {task['entry_point']}(*args, **kwargs):\n    time.sleep(1.0)\n")
-    completions, tasks = [slow] * 12, [task] * 12  # 12 s of work on 2 one-CPU actors
+    completions = [slow] * 12  # 12 s of work on 2 one-CPU actors
     scorer = RayScorer(env, address=cluster.address, chunk_size=1, in_flight=1)
+    rewards = EnvRewards(env, num_generations=4, timeout_s=2.5, scorer=scorer)
+    logged: dict = {}
     try:
         started = time.monotonic()
-        verdicts = scorer.score(completions, tasks, timeout_s=2.5)
+        (reward,) = rewards.functions()
+        got = reward(
+            prompts=[0] * 12,
+            completions=completions,
+            task_split=["test"] * 12,
+            task_index=[0] * 12,
+            log_metric=logged.__setitem__,
+        )
         took = time.monotonic() - started
     finally:
-        scorer.close()
+        rewards.close()
+    verdicts = rewards.verdicts(completions, ["test"] * 12, [0] * 12)  # the batch's, cached
     scored = [v for v in verdicts if v is not None]
     assert 0 < len(scored) < len(verdicts), [None if v is None else v.reason for v in verdicts]
     assert all(v.reason.value == "wrong_answer" for v in scored)  # each ran to its end, then failed
+    assert got == [None if v is None else 0.0 for v in verdicts]  # unscored is None, never 0
+    assert logged["verifier/unscored"] == len(verdicts) - len(scored)
     assert took < 2.5 + 1.5, f"the batch overran its budget: {took:.1f} s"
     assert scorer.stats["unscored_items"] == len(verdicts) - len(scored)
 
@@ -164,7 +177,6 @@ def rewards_of(rewards) -> list[list[float | None]]:
 
 
 def test_eval_audit_and_training_rewards_score_through_ray(cluster, tmp_path):
-    from rlvr_gym.backends.engine.rewards import EnvRewards
     from rlvr_gym.envs.audit import audit
     from rlvr_gym.trainers.evaluate import evaluate
 

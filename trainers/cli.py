@@ -122,6 +122,8 @@ def cmd_sandbox_info(args: argparse.Namespace) -> int:
     """Which code-sandbox layers a worker gets on this machine; exit 1 if any layer is missing."""
     from rlvr_gym.verifiers.code import SandboxPool
 
+    if args.ray_address is not None:
+        return sandbox_info_per_node(args.ray_address)
     with SandboxPool(1) as pool:
         isolation = pool.isolation
     print(f"running as uid {os.geteuid()}")
@@ -132,6 +134,24 @@ def cmd_sandbox_info(args: argparse.Namespace) -> int:
     for missing in isolation["missing"]:
         print(f"MISSING     {missing}")
     return 1 if isolation["missing"] else 0
+
+
+def sandbox_info_per_node(address: str) -> int:
+    """The layers of every CPU node of a Ray cluster (one scoring actor each reports its node's);
+    a node missing a layer this host has is refused with the layer named (exit 2)."""
+    from rlvr_gym.backends.scoring import make_scorer
+
+    scorer = make_scorer(envs.make("arith"), "ray", ray_address=address)
+    try:
+        for node, walls in sorted(scorer.walls.items()):
+            print(f"node {node[:12]}")
+            for layer in ("filesystem", "pid", "network", "seccomp", "uid"):
+                print(f"  {layer:<11} {walls.get(layer, walls.get('error'))}")
+            for missing in walls.get("missing", []):
+                print(f"  MISSING     {missing}")
+    finally:
+        scorer.close()
+    return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -402,6 +422,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "sandbox-info", help="which code-sandbox layers are active here (exit 1 if any is missing)"
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="report every CPU node of this Ray cluster instead (refusing one weaker than this host)",
     )
     p.set_defaults(run=cmd_sandbox_info)
 
