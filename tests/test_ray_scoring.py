@@ -8,6 +8,7 @@ or connects anywhere else.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -87,7 +88,7 @@ def test_ray_verdicts_equal_local_verdicts(cluster, batch):
     scorer = make_scorer(env, "ray", ray_address=cluster.address)
     try:
         assert sorted(scorer.nodes().values()) == [1, 1]  # one 1-CPU actor on each CPU node
-        remote = scorer.score(completions, tasks, timeout_s=120)
+        remote = asyncio.run(scorer.ascore(completions, tasks, timeout_s=120))  # the awaitable path
     finally:
         scorer.close()
     assert as_dicts(remote) == as_dicts(local)

@@ -96,3 +96,21 @@ def test_a_node_missing_a_layer_the_driver_has_is_refused():
     with pytest.raises(WallsMissing, match="node n1 lacks sandbox layers this host has: .*network namespace"):
         check_walls(here, weaker, "n1")
     check_walls(weaker, here, "n2")  # a node with more walls than the driver is fine
+
+
+def test_train_with_an_unreachable_cluster_stops_in_one_line_before_any_model(tmp_path, capsys):
+    import socket
+
+    from rlvr_gym.trainers.cli import main
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    out = tmp_path / "run"
+    argv = ["train", "--env", "arith", "--output-dir", str(out), "--scoring", "ray", "--ray-address", address]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("rlvr-gym: error: ") and (
+        "cannot reach the Ray cluster" in line or "needs Ray" in line
+    )
+    assert not (out / "tiny-model").exists() and not (out / "config.json").exists()  # nothing loaded or built
