@@ -49,7 +49,7 @@ def step() -> dict[str, tuple]:
     math = envs.make("gsm8k")
     math_tasks, math_completions = [], []
     for task in list(math.tasks("test"))[:256]:
-        wrong = math.wrong_completions(task)[3:7]
+        wrong = math.wrong_completions(task)[2:6]  # empty tag, near miss, hedge, no answer
         math_completions += [math.reference_completion(task)] * 4 + wrong
         math_tasks += [task] * 8
     return {"humaneval": (code, code_completions, code_tasks), "gsm8k": (math, math_completions, math_tasks)}
@@ -93,32 +93,51 @@ def driver_cpu_seconds() -> float:
     return times.user + times.system
 
 
-def measure(name: str, scorers: dict, batches: dict, rounds: int, reference: dict | None) -> dict:
-    """Median-round wall and CPU of scoring every batch of the step with ``scorers``."""
-    per_round = []
+def measure(name: str, make, batches: dict, rounds: int, reference: dict | None) -> dict:
+    """Median-round wall and CPU of scoring every batch of the step, one scorer per env (made by
+    ``make``, warmed on 64 items first so pools and actors are up: steady state, as in training)."""
+    per_kind: dict = {}
     verdicts: dict = {}
-    for _ in range(rounds):
-        row: dict = {}
-        cpu0, driver0 = tree_cpu_seconds(), driver_cpu_seconds()
-        for kind, (_, completions, tasks) in batches.items():
-            started = time.perf_counter()
-            verdicts[kind] = scorers[kind].score(completions, tasks, timeout_s=600)
-            row[f"{kind}_s"] = time.perf_counter() - started
-        row["total_s"] = sum(row[f"{k}_s"] for k in batches)
-        row["cpu_s"] = tree_cpu_seconds() - cpu0
-        row["driver_cpu_s"] = driver_cpu_seconds() - driver0
-        per_round.append(row)
-    result = {k: statistics.median(r[k] for r in per_round) for k in per_round[0]}
+    extra: dict = {"start_s": 0.0, "actors": {}, "reruns": 0}
+    for kind, (env, completions, tasks) in batches.items():
+        started = time.perf_counter()
+        scorer = make(env)
+        scorer.score(completions[:64], tasks[:64])
+        extra["start_s"] += time.perf_counter() - started
+        try:
+            rows = []
+            for _ in range(rounds):
+                cpu0, driver0 = tree_cpu_seconds(), driver_cpu_seconds()
+                started = time.perf_counter()
+                verdicts[kind] = scorer.score(completions, tasks, timeout_s=600)
+                rows.append(
+                    {
+                        "wall_s": time.perf_counter() - started,
+                        "cpu_s": tree_cpu_seconds() - cpu0,
+                        "driver_cpu_s": driver_cpu_seconds() - driver0,
+                    }
+                )
+            per_kind[kind] = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+            if hasattr(scorer, "nodes"):
+                extra["actors"][kind] = scorer.nodes()
+                extra["reruns"] += scorer.stats["rerun_items"]
+        finally:
+            scorer.close()
+    result: dict = {f"{k}_s": v["wall_s"] for k, v in per_kind.items()}
+    result["total_s"] = sum(v["wall_s"] for v in per_kind.values())
+    result["cpu_s"] = sum(v["cpu_s"] for v in per_kind.values())
+    result["driver_cpu_s"] = sum(v["driver_cpu_s"] for v in per_kind.values())
     items = sum(len(b[1]) for b in batches.values())
     result["cpu_ms_per_item"] = 1000 * result["cpu_s"] / items
     result["unscored"] = sum(v is None for vs in verdicts.values() for v in vs)
     dicts = {k: [v.to_dict() if v is not None else None for v in vs] for k, vs in verdicts.items()}
     result["equal_to_local"] = dicts == reference if reference is not None else True
     result["passed"] = {k: sum(bool(v and v.passed) for v in vs) for k, vs in verdicts.items()}
+    result.update(extra)
     print(
         f"{name:<12} humaneval {result['humaneval_s']:6.2f} s  gsm8k {result['gsm8k_s']:6.2f} s  "
         f"total {result['total_s']:6.2f} s  cpu {result['cpu_ms_per_item']:5.2f} ms/item  "
-        f"equal to local: {result['equal_to_local']}",
+        f"start {result['start_s']:5.1f} s  equal to local: {result['equal_to_local']}",
         flush=True,
     )
     return {"result": result, "verdicts": dicts}
@@ -134,21 +153,14 @@ def run_ray(name: str, node_cpus: list[int], batches: dict, rounds: int, referen
     )
     for cpus in node_cpus:
         cluster.add_node(node_ip_address="127.0.0.1", num_cpus=cpus)
-    scorers = {}
+    cluster_s = time.perf_counter() - started
     try:
-        for kind, (env, _, _) in batches.items():
-            scorers[kind] = make_scorer(env, "ray", ray_address=cluster.address)
-        for kind, (_, completions, tasks) in batches.items():  # warm: actors' workers started
-            scorers[kind].score(completions[:64], tasks[:64])
-        start_s = time.perf_counter() - started
-        out = measure(name, scorers, batches, rounds, reference)
-        out["result"]["start_s"] = start_s
-        out["result"]["actors"] = {k: s.nodes() for k, s in scorers.items()}
-        out["result"]["reruns"] = sum(s.stats["rerun_items"] for s in scorers.values())
+        out = measure(
+            name, lambda env: make_scorer(env, "ray", ray_address=cluster.address), batches, rounds, reference
+        )
+        out["result"]["cluster_start_s"] = cluster_s
         return out
     finally:
-        for scorer in scorers.values():
-            scorer.close()
         cluster.shutdown()
 
 
@@ -166,15 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         f"one step: {items} completions; {os.cpu_count()} cores here, load {load_before[0]:.2f}", flush=True
     )
 
-    started = time.perf_counter()
-    local_scorers = {k: make_scorer(b[0], "local") for k, b in batches.items()}
-    for kind, (_, completions, tasks) in batches.items():
-        local_scorers[kind].score(completions[:64], tasks[:64])
-    local_start = time.perf_counter() - started
-    local = measure("local", local_scorers, batches, args.rounds, None)
-    local["result"]["start_s"] = local_start
-    for scorer in local_scorers.values():
-        scorer.close()
+    local = measure("local", lambda env: make_scorer(env, "local"), batches, args.rounds, None)
     reference = local["verdicts"]
     half = max(1, args.cpus // 2)
     ray1 = run_ray("ray 1 node", [args.cpus], batches, args.rounds, reference)
