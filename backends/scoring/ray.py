@@ -48,6 +48,8 @@ logger = logging.getLogger("rlvr_gym.backends")
 NAMESPACE = "rlvr_gym"
 LAYERS = ("filesystem", "pid", "network", "seccomp", "uid")
 PROBE_TIMEOUT_S = 5.0
+PLACE_GRACE_S = 15.0
+"""After the first actor starts, how long the others may take before they are given up."""
 MAX_RERUNS = 3
 """A chunk whose actor died this many times is left unscored rather than tried forever."""
 _LOOPBACK = ("127.", "localhost", "::1", "[::1]")
@@ -221,7 +223,9 @@ class RayScorer(AwaitableScorer):
 
     ``cpus_per_actor`` CPUs are declared per actor (its sandbox pool gets that many workers);
     ``in_flight`` chunks are kept queued per actor; ``chunk_size`` (default: about four chunks
-    per actor, at most 64 items) sets the unit of fan-out and of re-running. ``runtime_env`` is
+    per actor, at most 64 items) sets the unit of fan-out and of re-running. In a multi-process
+    run (``WORLD_SIZE`` ranks, each scoring its own share of a step) every rank starts
+    ``node CPUs / WORLD_SIZE`` actors per node. ``runtime_env`` is
     Ray's, for the actors (env vars such as ``RLVR_GYM_DATA_DIR`` for nodes whose data lies
     elsewhere). ``stats`` counts re-run and unscored items.
     """
@@ -251,6 +255,7 @@ class RayScorer(AwaitableScorer):
         self.start_timeout_s = start_timeout_s
         self.runtime_env = runtime_env
         self.check_walls = check_walls
+        self.ranks = max(1, int(os.environ.get("WORLD_SIZE", "1")))  # training ranks sharing the CPUs
         self.stats: Counter[str] = Counter()
         self.walls: dict[str, dict[str, Any]] = {}
         self._slots: dict[int, _Slot] = {}
@@ -296,7 +301,9 @@ class RayScorer(AwaitableScorer):
         for node_id, node in nodes.items():
             if node_id in staffed:
                 continue
-            for slot in range(int(node["Resources"]["CPU"] // self.cpus_per_actor)):
+            # Every training rank is a driver with actors of its own: each takes its share.
+            share = int(node["Resources"]["CPU"] // self.cpus_per_actor // self.ranks)
+            for slot in range(max(1, share)):
                 handle = self._actor_class.options(
                     num_cpus=self.cpus_per_actor,
                     max_restarts=0,
@@ -310,7 +317,12 @@ class RayScorer(AwaitableScorer):
                 started[handle.hello.remote(probe)] = (key, node_id, probe)
         if not started:
             return
-        ready, late = self.ray.wait(list(started), num_returns=len(started), timeout=self.start_timeout_s)
+        # Once one actor is up, the others get a short grace: one that cannot be placed (its CPUs
+        # taken by another driver) is dropped instead of holding every batch up.
+        ready, late = self.ray.wait(list(started), num_returns=1, timeout=self.start_timeout_s)
+        if ready and late:
+            more, late = self.ray.wait(late, num_returns=len(late), timeout=PLACE_GRACE_S)
+            ready += more
         for ref in late:
             key, node_id, _ = started[ref]
             logger.warning(
