@@ -95,9 +95,22 @@ def test_ray_verdicts_equal_local_verdicts(cluster, batch):
 
 
 def test_a_node_removed_mid_batch_loses_and_duplicates_nothing(cluster):
-    extra = add_node(cluster, 1)
-    env, completions, tasks = humaneval_batch(8)
+    if not HUMANEVAL.exists():
+        pytest.skip(f"offline HumanEval copy not found at {HUMANEVAL}")
+    from rlvr_gym.verifiers.code.sandbox import Limits
+
+    # Every item sleeps 0.25 s first, so the batch outlasts the node's removal (restricted=False:
+    # RestrictedPython would refuse the import before the sandbox runs it).
+    env = envs.make("humaneval", data_path=HUMANEVAL, limits=Limits(wall_s=5.0), restricted=False)
+    nap = "    __import__('time').sleep(0.25)\n"
+    completions, tasks = [], []
+    for task in list(env.tasks("test"))[:8]:
+        right, wrong = fenced(task["prompt"] + nap + task["canonical_solution"]), fenced(task["prompt"] + nap)
+        completions += [right, wrong, right, wrong]
+        tasks += [task] * 4
     local = as_dicts(env.verify_batch(completions, tasks))
+    assert {v["passed"] for v in local} == {True, False}
+    extra = add_node(cluster, 1)
     scorer = RayScorer(env, address=cluster.address, chunk_size=2)
     result: dict = {}
     try:
@@ -113,12 +126,10 @@ def test_a_node_removed_mid_batch_loses_and_duplicates_nothing(cluster):
         assert not worker.is_alive(), "the batch hung after losing a node"
     finally:
         scorer.close()
-    assert scorer.stats["rerun_items"] > 0, (
-        "no chunk was in flight on the removed node: the test proved nothing"
-    )
-    assert scorer.stats["lost_actors"] >= 1
-    assert len(result["v"]) == len(completions) and None not in result["v"]
+    assert scorer.stats["lost_actors"] >= 1, "the batch never saw the node go: the test proved nothing"
+    assert len(result["v"]) == len(completions) and None not in result["v"]  # nothing lost
     assert as_dicts(result["v"]) == local  # every item once, in order, as local scores it
+    assert scorer.stats["rerun_items"] > 0  # the removed node's chunks ran elsewhere
 
 
 def test_items_missing_the_budget_are_left_unscored_never_zeroed(cluster):
