@@ -48,6 +48,9 @@ logger = logging.getLogger("rlvr_gym.backends")
 NAMESPACE = "rlvr_gym"
 LAYERS = ("filesystem", "pid", "network", "seccomp", "uid")
 PROBE_TIMEOUT_S = 5.0
+CHUNKS_PER_ACTOR = 16
+"""Chunks a batch is cut into per actor: enough that the last ones finish together (the tail
+of a batch is one chunk's work on one actor), few enough that a round trip per chunk is noise."""
 PLACE_GRACE_S = 15.0
 """After the first actor starts, how long the others may take before they are given up."""
 MAX_RERUNS = 3
@@ -222,7 +225,7 @@ class RayScorer(AwaitableScorer):
     """Scores an env's batches on Ray actors across the cluster's CPU nodes.
 
     ``cpus_per_actor`` CPUs are declared per actor (its sandbox pool gets that many workers);
-    ``in_flight`` chunks are kept queued per actor; ``chunk_size`` (default: about four chunks
+    ``in_flight`` chunks are kept queued per actor; ``chunk_size`` (default: about 16 chunks
     per actor, at most 64 items) sets the unit of fan-out and of re-running. In a multi-process
     run (``WORLD_SIZE`` ranks, each scoring its own share of a step) every rank starts
     ``node CPUs / WORLD_SIZE`` actors per node. ``runtime_env`` is
@@ -370,7 +373,9 @@ class RayScorer(AwaitableScorer):
         if frozenset(self._alive_nodes()) != self._nodes:
             self._refresh()  # a node joined or left since the last batch
         deadline = time.time() + timeout_s if timeout_s is not None else None
-        size = self.chunk_size or max(1, min(64, math.ceil(len(tasks) / (4 * max(1, len(self._slots))))))
+        size = self.chunk_size or max(
+            1, min(64, math.ceil(len(tasks) / (CHUNKS_PER_ACTOR * max(1, len(self._slots)))))
+        )
         chunks = plan_chunks(tasks, size)
         results: list[Verdict | None] = [None] * len(tasks)
         pending = deque(range(len(chunks)))
