@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from rlvr_gym.backends.scoring import check_scoring
 from rlvr_gym.error import InvalidArgument
 
 TRACKERS = {"tensorboard": "tensorboard", "wandb": "wandb"}
@@ -88,6 +89,10 @@ class RunConfig:
 
     Checkpoints: ``checkpoint-N/`` every ``save_steps``; only the last ``keep_checkpoints`` stay
     on disk (0: all), beside ``final/`` (TRL's ``save_total_limit`` deletes the older ones).
+
+    Scoring (``backends/scoring``): ``scoring="local"`` verifies on this host; ``"ray"`` on actors
+    across the Ray cluster at ``ray_address`` (``host:port``; ``None``: ``RAY_ADDRESS`` or the
+    cluster ``ray start`` left here), for GPU hosts whose CPUs cannot keep up with scoring.
     """
 
     model: str | None = None
@@ -124,6 +129,8 @@ class RunConfig:
     verify_timeout_s: float = 60.0
     verbose: bool = False
     rollout_log_steps: int = 10
+    scoring: str = "local"
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         positive = (
@@ -188,6 +195,7 @@ class RunConfig:
             raise InvalidArgument(
                 f"rollout_log_steps must be an integer >= 0 (0: none), got {self.rollout_log_steps!r}"
             )
+        check_scoring(self.scoring, self.ray_address)
         if isinstance(self.lora, dict):
             object.__setattr__(self, "lora", LoraSettings(**self.lora))
 

@@ -27,6 +27,7 @@ from rlvr_gym.backends.metrics import (
     truncate_metrics,
 )
 from rlvr_gym.backends.protocol import RunResult
+from rlvr_gym.backends.scoring import make_scorer
 from rlvr_gym.backends.trl_adapter import dataset as build_dataset
 from rlvr_gym.backends.trl_adapter import env_rewards
 from rlvr_gym.envs import SingleTurnEnv
@@ -219,6 +220,7 @@ def train(
         env,
         num_generations=config.num_generations,
         timeout_s=config.verify_timeout_s,
+        scorer=make_scorer(env, config.scoring, ray_address=config.ray_address),
         rollout_log=output_dir / ROLLOUTS_FILE if config.rollout_log_steps else None,
         rollout_every=config.rollout_log_steps,
     )

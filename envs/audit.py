@@ -12,7 +12,7 @@ import json
 import random
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,9 @@ from rlvr_gym.verifiers.audit import (
     failures,
     summarize,
 )
+
+BatchScore = Callable[[Sequence[object], Sequence[Task]], list[Verdict]]
+"""Scores a batch in order, as ``env.verify_batch`` does (a scoring backend may stand in)."""
 
 AUDIT_FILE = "audit.json"
 FAST_TASKS = 3
@@ -172,21 +175,21 @@ def _hung(seconds: float, why: str) -> Verdict:
 
 
 def _score(
-    env: SingleTurnEnv,
+    score: BatchScore,
     completions: list[str],
     tasks: list[Task],
     *,
     batch_timeout: float = BATCH_TIMEOUT,
     item_timeout: float = ITEM_TIMEOUT,
 ) -> list[tuple[Verdict, float]]:
-    """Verdicts, each with seconds per item, from one ``env.verify_batch`` under a deadline.
+    """Verdicts, each with seconds per item, from one batch call of ``score`` under a deadline.
 
     If the batch overruns ``batch_timeout``, each item is re-scored alone under ``item_timeout``:
     the items that hang get ``error`` verdicts naming the hang, and after :data:`MAX_HUNG_ITEMS`
     hangs the rest are reported unscored, so the audit always ends.
     """
     started = time.perf_counter()
-    finished, verdicts = _within(batch_timeout, lambda: env.verify_batch(completions, tasks))
+    finished, verdicts = _within(batch_timeout, lambda: score(completions, tasks))
     if finished:
         each = (time.perf_counter() - started) / max(1, len(completions))
         return [(v, each) for v in verdicts]
@@ -197,7 +200,7 @@ def _score(
             scored.append((_hung(0.0, f"not scored: {hangs} items already hung alone"), 0.0))
             continue
         item_started = time.perf_counter()
-        done, verdict = _within(item_timeout, lambda c=completion, t=task: env.verify(c, t))
+        done, verdict = _within(item_timeout, lambda c=completion, t=task: score([c], [t])[0])
         seconds = time.perf_counter() - item_started
         if not done:
             hangs += 1
@@ -219,6 +222,7 @@ def audit(
     threshold: float = MAX_REWARD,
     batch_timeout: float = BATCH_TIMEOUT,
     item_timeout: float = ITEM_TIMEOUT,
+    score: BatchScore | None = None,
 ) -> AuditReport:
     """Run the exploit catalogue on ``n_tasks`` tasks of ``env`` drawn with ``seed``.
 
@@ -226,8 +230,10 @@ def audit(
     check ``train`` runs before spending a GPU hour. An exploit fails the audit when it passes
     or earns more than ``threshold``; a metamorphic case (gold, equivalent rendering) fails it
     when it does not pass; any verifier error fails it. Scoring is bounded (``batch_timeout``,
-    then ``item_timeout`` per item): a verifier that hangs is a failed finding, not a hung audit. Raises nothing on a failed audit: read
-    ``report.ok`` (``train`` raises :class:`AuditFailed`).
+    then ``item_timeout`` per item): a verifier that hangs is a failed finding, not a hung audit.
+    ``score`` scores the batch in place of ``env.verify_batch`` (a scoring backend's, e.g. Ray
+    actors holding the same env). Raises nothing on a failed audit: read ``report.ok``
+    (``train`` raises :class:`AuditFailed`).
     """
     if not isinstance(env, SingleTurnEnv):
         raise InvalidType(f"audit needs a SingleTurnEnv (rlvr_gym.make(...)), got {type(env).__name__}")
@@ -251,7 +257,7 @@ def audit(
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
             raise InvalidArgument(f"{name} must be a positive number of seconds, got {value!r}")
     scored = _score(
-        env,
+        score or env.verify_batch,
         [e.completion for _, e, _ in rows],
         [t for _, _, t in rows],
         batch_timeout=batch_timeout,
@@ -279,9 +285,9 @@ def audit(
     )
 
 
-def fast_audit(env: SingleTurnEnv, seed: int = 0) -> AuditReport:
+def fast_audit(env: SingleTurnEnv, seed: int = 0, score: BatchScore | None = None) -> AuditReport:
     """The cheap audit ``train`` runs first: :data:`FAST_TASKS` tasks, slow exploits left out."""
-    return audit(env, n_tasks=FAST_TASKS, seed=seed, fast=True)
+    return audit(env, n_tasks=FAST_TASKS, seed=seed, fast=True, score=score)
 
 
 __all__ = ["AUDIT_FILE", "FAST_TASKS", "AuditFailed", "AuditReport", "audit", "fast_audit"]

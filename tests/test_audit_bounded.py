@@ -72,7 +72,11 @@ def test_after_a_few_hangs_the_rest_is_reported_unscored(monkeypatch):
     monkeypatch.setattr(audit_module, "MAX_HUNG_ITEMS", 2)
     started = time.perf_counter()
     scored = audit_module._score(
-        Sums(sleeps_forever), ["a"] * 50, [{"answer": "1"}] * 50, batch_timeout=0.2, item_timeout=0.1
+        Sums(sleeps_forever).verify_batch,
+        ["a"] * 50,
+        [{"answer": "1"}] * 50,
+        batch_timeout=0.2,
+        item_timeout=0.1,
     )
     assert time.perf_counter() - started < 2.0
     assert all(v.reason is Reason.ERROR for v, _ in scored)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -202,3 +204,47 @@ def test_cli_passes_launch_settings_only_to_the_multi_process_backend(capsys):
     assert backend_options(argparse.Namespace(**{**vars(args), "backend": "fsdp-vllm"})) == {"mode": "server"}
     assert main(["train", "--env", "arith", "--backend", "trl", "--num-processes", "2"]) == 2
     assert "--num-processes" in capsys.readouterr().err
+
+
+def cli_train(model, output_dir, *flags: str) -> subprocess.Popen:
+    """``rlvr-gym train --backend deepspeed-zero2`` as a user types it, in a process of its own."""
+    command = [
+        sys.executable, "-m", "rlvr_gym.trainers.cli", "train", "--env", "arith", "--model", str(model),
+        "--backend", "deepspeed-zero2", "--max-steps", "2", "--num-generations", "4",
+        "--prompts-per-step", "2", "--max-completion-length", "8", "--learning-rate", "1e-3",
+        "--save-steps", "100", "--output-dir", str(output_dir), "--no-audit", *flags,
+    ]  # fmt: skip
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def finished(process: subprocess.Popen, timeout_s: float = 900) -> str:
+    out, _ = process.communicate(timeout=timeout_s)
+    assert process.returncode == 0, out[-3000:]
+    return out
+
+
+@pytest.mark.slow
+def test_two_machines_train_exactly_as_one_machine_with_two_processes(tmp_path, tiny_arith):
+    """The multi-machine command line run for real: two launches on this host, one per machine
+    rank, meeting at 127.0.0.1; their losses equal one machine running two processes."""
+    rendezvous = ["--num-machines", "2", "--main-process-ip", "127.0.0.1", "--main-process-port", "29541"]
+    machines = [
+        cli_train(tiny_arith, tmp_path / f"machine{rank}", *rendezvous, "--machine-rank", str(rank))
+        for rank in (0, 1)
+    ]
+    for machine in machines:
+        finished(machine)
+    finished(cli_train(tiny_arith, tmp_path / "one", "--num-processes", "2", "--main-process-port", "29543"))
+    two = read_metrics(tmp_path / "machine0")  # rank 0 writes the metrics
+    one = read_metrics(tmp_path / "one")
+    losses = {"two machines": [r["loss"] for r in two], "one machine": [r["loss"] for r in one]}
+    print(f"losses per step: {losses}")
+    assert [r["step"] for r in two] == [r["step"] for r in one] == [1, 2]
+    assert any(r["grad_norm"] > 0 for r in one), "no reward variance: equal losses would prove little"
+    assert losses["two machines"] == losses["one machine"]
+    assert [r["reward/mean"] for r in two] == [r["reward/mean"] for r in one]
+    for rank in (0, 1):  # each machine ran one rank of a world of two, ZeRO-2 offloaded
+        record = json.loads(
+            (tmp_path / f"machine{rank}" / deepspeed_zero2.EVIDENCE.format(rank=rank)).read_text()
+        )
+        assert record["world_size"] == 2 and record["optimizer"] == "DeepSpeedCPUAdam", record

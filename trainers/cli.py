@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlvr_gym import envs
+from rlvr_gym.backends.scoring import SCORING
 from rlvr_gym.error import Error
 
 EXIT_ERROR = 2
@@ -67,20 +68,42 @@ def add_import_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_scoring_args(parser: argparse.ArgumentParser) -> None:
+    """``--scoring`` / ``--ray-address``: where verdicts are computed (RunConfig's fields)."""
+    parser.add_argument(
+        "--scoring",
+        choices=SCORING,
+        default="local",
+        help="where completions are scored: this host (local) or Ray actors on a cluster's CPU nodes (ray)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="--scoring ray: the cluster's head (default: RAY_ADDRESS or the cluster `ray start` left here)",
+    )
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     """Run the reward-hack catalogue on ENV; exit 1 when an exploit passes or earns > --threshold."""
+    from rlvr_gym.backends.scoring import make_scorer, scored_by
     from rlvr_gym.envs.audit import audit
 
     env = envs.make(args.id, **parse_env_args(args.env_arg))
-    report = audit(
-        env,
-        n_tasks=args.n_tasks,
-        seed=args.seed,
-        split=args.split,
-        families=args.family or None,
-        fast=args.fast,
-        threshold=args.threshold,
-    )
+    scorer = make_scorer(env, args.scoring, ray_address=args.ray_address)
+    try:
+        report = audit(
+            env,
+            n_tasks=args.n_tasks,
+            seed=args.seed,
+            split=args.split,
+            families=args.family or None,
+            fast=args.fast,
+            threshold=args.threshold,
+            score=scored_by(scorer),
+        )
+    finally:
+        scorer.close()
     if args.output:
         report.save(args.output)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.render())
@@ -99,6 +122,8 @@ def cmd_sandbox_info(args: argparse.Namespace) -> int:
     """Which code-sandbox layers a worker gets on this machine; exit 1 if any layer is missing."""
     from rlvr_gym.verifiers.code import SandboxPool
 
+    if args.ray_address is not None:
+        return sandbox_info_per_node(args.ray_address)
     with SandboxPool(1) as pool:
         isolation = pool.isolation
     print(f"running as uid {os.geteuid()}")
@@ -109,6 +134,24 @@ def cmd_sandbox_info(args: argparse.Namespace) -> int:
     for missing in isolation["missing"]:
         print(f"MISSING     {missing}")
     return 1 if isolation["missing"] else 0
+
+
+def sandbox_info_per_node(address: str) -> int:
+    """The layers of every CPU node of a Ray cluster (one scoring actor each reports its node's);
+    a node missing a layer this host has is refused with the layer named (exit 2)."""
+    from rlvr_gym.backends.scoring import make_scorer
+
+    scorer = make_scorer(envs.make("arith"), "ray", ray_address=address)
+    try:
+        for node, walls in sorted(scorer.walls.items()):
+            print(f"node {node[:12]}")
+            for layer in ("filesystem", "pid", "network", "seccomp", "uid"):
+                print(f"  {layer:<11} {walls.get(layer, walls.get('error'))}")
+            for missing in walls.get("missing", []):
+                print(f"  MISSING     {missing}")
+    finally:
+        scorer.close()
+    return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -214,6 +257,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         report_to=tuple(args.report_to or ()),
         rollout_log_steps=args.rollout_log_steps,
+        scoring=args.scoring,
+        ray_address=args.ray_address,
         **{**defaults, **{k: v for k, v in given.items() if v is not None}},
     )
     if args.no_audit:
@@ -290,6 +335,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         fresh=args.fresh,
         progress=not args.no_progress,
         sampler=sampler,
+        scoring=args.scoring,
+        ray_address=args.ray_address,
     )
     s = result.summary
     session = s["this_session"]
@@ -375,6 +422,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "sandbox-info", help="which code-sandbox layers are active here (exit 1 if any is missing)"
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="report every CPU node of this Ray cluster instead (refusing one weaker than this host)",
     )
     p.set_defaults(run=cmd_sandbox_info)
 
@@ -481,6 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--verbose", action="store_true", help="print the raw per-step log dict and the libraries' own bars"
     )
+    add_scoring_args(p)
     add_import_arg(p)
     p.set_defaults(run=cmd_train)
 
@@ -501,6 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--output", default=None, metavar="FILE", help="also write the JSON report to FILE")
+    add_scoring_args(p)
     p.set_defaults(run=cmd_audit)
 
     p = sub.add_parser("eval", help="sample completions on an env's tasks, score them, report pass@k")
@@ -560,6 +615,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fresh", action="store_true", help="discard an earlier eval in --output-dir")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_scoring_args(p)
     add_import_arg(p)
     p.set_defaults(run=cmd_eval)
 

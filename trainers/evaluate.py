@@ -9,18 +9,20 @@ reward per verifier component and verdict-reason counts.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from rlvr_gym import envs
 from rlvr_gym.backends.console import announce
+from rlvr_gym.backends.scoring import Scorer, check_scoring, make_scorer, scored_by
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.envs.env import Observation
 from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
@@ -219,12 +221,16 @@ def evaluate(
     progress: bool = True,
     sampler: Sampler | None = None,
     batch_rollouts: int = 32,
+    scoring: str = "local",
+    ray_address: str | None = None,
 ) -> EvalResult:
     """Evaluate ``model`` on the first ``limit`` tasks of ``split``: ``n`` samples per task.
 
     Resumes from ``output_dir/rollouts.jsonl`` unless ``fresh``; rollouts already there are
     neither regenerated nor re-scored. Completions are scored ``batch_rollouts`` at a time
-    through ``env.verify_batch`` (a code env runs them on its sandbox pool in parallel).
+    through ``env.verify_batch`` (a code env runs them on its sandbox pool in parallel), on this
+    host (``scoring="local"``) or on Ray actors across a cluster (``"ray"``, at ``ray_address``);
+    the scorer is set up before the model loads, so an unreachable cluster costs no load.
     Returns the summary (also written to ``summary.json``).
 
     ``model`` may be a training run's folder (its ``final/`` is evaluated) or a model inside one;
@@ -251,6 +257,7 @@ def evaluate(
         )
     if isinstance(batch_rollouts, bool) or not isinstance(batch_rollouts, int) or batch_rollouts < 1:
         raise InvalidArgument(f"batch_rollouts must be an integer >= 1, got {batch_rollouts!r}")
+    check_scoring(scoring, ray_address)
     if sampler is None:
         model = run_dir.model_of_run(model)
         check_model_reference(model)
@@ -282,7 +289,8 @@ def evaluate(
     }
     _check_settings(out, settings, write=False)
 
-    with RolloutLog(out / ROLLOUTS_FILE) as log:
+    with RolloutLog(out / ROLLOUTS_FILE) as log, _scorer(env_obj, scoring, ray_address) as scorer:
+        verify_batch = scored_by(scorer)
         todo = [(i, [s for s in range(n) if (split, i, s) not in log]) for i in range(len(tasks))]
         todo = [(i, samples) for i, samples in todo if samples]
         resumed = sum(1 for key in log.rows if key[0] == split and key[1] < len(tasks))
@@ -309,7 +317,7 @@ def evaluate(
                     pending += [(index, sample, prompt, completions[sample]) for sample in samples]
                 # One verify_batch per chunk: code envs run the whole chunk on their sandbox pool.
                 t0 = time.perf_counter()
-                verdicts = env_obj.verify_batch([c for *_, c in pending], [tasks[i] for i, *_ in pending])
+                verdicts = verify_batch([c for *_, c in pending], [tasks[i] for i, *_ in pending])
                 verify_s += time.perf_counter() - t0
                 for (index, sample, prompt, completion), verdict in zip(pending, verdicts, strict=True):
                     log.append(
@@ -347,6 +355,15 @@ def evaluate(
     }
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     return EvalResult(out, summary, rows)
+
+
+@contextlib.contextmanager
+def _scorer(env: SingleTurnEnv, scoring: str, ray_address: str | None) -> Iterator[Scorer]:
+    scorer = make_scorer(env, scoring, ray_address=ray_address)
+    try:
+        yield scorer
+    finally:
+        scorer.close()
 
 
 def _chunks(todo: list[tuple[int, list[int]]], size: int):

@@ -11,6 +11,7 @@ from typing import Any
 from rlvr_gym import backends, envs
 from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.backends.console import announce, quiet_libraries
+from rlvr_gym.backends.scoring import make_scorer, scored_by
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.envs.audit import AUDIT_FILE, AuditFailed, fast_audit
 from rlvr_gym.error import NotAvailable
@@ -106,6 +107,9 @@ def train(
     for ``deepspeed-zero2``, ``mode="colocate"`` for ``fsdp-vllm``).
     Returns the backend's ``RunResult`` (output folder, saved model, metrics rows, plot path).
 
+    ``config.scoring`` picks where verdicts are computed (``local`` or ``ray``, see
+    :mod:`rlvr_gym.backends.scoring`); the audit and the training rewards both use it.
+
     First, unless ``audit=False``, a fast reward-hack audit (``envs.audit.fast_audit``, a few
     seconds) runs on the env; its report lands in ``OUTPUT_DIR/audit.json`` and
     :class:`~rlvr_gym.envs.audit.AuditFailed` (naming the exploit) stops the run when an exploit
@@ -119,20 +123,29 @@ def train(
     if config.model is not None:
         check_model_reference(config.model)
     env = resolve_env(env, config)  # an unknown env id fails here, before an --overwrite removes anything
-    folder = run_dir.prepare(
-        config.output_dir, resume=resume, overwrite=overwrite, max_steps=config.max_steps
-    )
-    if folder.checkpoint is not None:
-        announce(f"resuming from {folder.checkpoint.name} in {folder.path}")
-    if audit:
-        Path(config.output_dir).mkdir(parents=True, exist_ok=True)
-        report = fast_audit(env, seed=config.seed)
-        report.save(Path(config.output_dir) / AUDIT_FILE)
-        logger.info(
-            "reward-hack audit of %s: %s in %.1f s", report.env, "ok" if report.ok else "FAIL", report.seconds
+    # The scorer is made next: an unreachable Ray cluster, or a node with weaker sandbox walls,
+    # is refused here in one line, before the run folder is touched and before any model loads.
+    scorer = make_scorer(env, config.scoring, ray_address=config.ray_address)
+    try:
+        folder = run_dir.prepare(
+            config.output_dir, resume=resume, overwrite=overwrite, max_steps=config.max_steps
         )
-        if not report.ok:
-            raise AuditFailed(report)
+        if folder.checkpoint is not None:
+            announce(f"resuming from {folder.checkpoint.name} in {folder.path}")
+        if audit:
+            Path(config.output_dir).mkdir(parents=True, exist_ok=True)
+            report = fast_audit(env, seed=config.seed, score=scored_by(scorer))
+            report.save(Path(config.output_dir) / AUDIT_FILE)
+            logger.info(
+                "reward-hack audit of %s: %s in %.1f s",
+                report.env,
+                "ok" if report.ok else "FAIL",
+                report.seconds,
+            )
+            if not report.ok:
+                raise AuditFailed(report)
+    finally:
+        scorer.close()
     config = recorded_config(env, config, given_object=given_object)
     name = backends.auto(config.model, config=config) if backend == "auto" else backend
     module = backends.get(name)

@@ -5,19 +5,18 @@ and every component's function reads its own score from that one result. A verif
 becomes ``None`` — TRL treats the row as unscorable and gives it no advantage — and is counted
 in the metrics; it is never passed off as a reward of 0.
 
-A verifier that hangs keeps its thread: the batch it was scoring is left unscored after one
-budget, and the stuck executor is abandoned for a fresh one, so the next batch does not queue
-behind it. A hang costs one budget once, not every later batch.
+Where the batch is scored is the scorer's business (:mod:`rlvr_gym.backends.scoring`): ``local``
+runs it on this host in a daemon thread (a hang costs one budget once, then a fresh thread),
+``ray`` on actors across a cluster. Items that miss the budget come back ``None``: their rewards
+are ``None`` too (unscored), never 0.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import logging
 import math
-import queue
 import threading
 import time
 from collections import Counter
@@ -25,6 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlvr_gym.backends.scoring import Scorer
+from rlvr_gym.backends.scoring.local import LocalScorer
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers import Reason, Rubric, Task, Verdict
@@ -32,37 +33,6 @@ from rlvr_gym.verifiers import Reason, Rubric, Task, Verdict
 logger = logging.getLogger("rlvr_gym.backends")
 
 RewardFunction = Callable[..., list[float | None]]
-
-
-class _DaemonWorker:
-    """One daemon thread running submitted calls in order.
-
-    Unlike ``ThreadPoolExecutor`` (whose threads the interpreter joins at exit), an abandoned
-    worker stuck in a hung verifier cannot keep the process alive after training ends.
-    """
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[concurrent.futures.Future, Callable[[], Any]] | None] = (
-            queue.SimpleQueue()
-        )
-        threading.Thread(target=self._run, name="verify", daemon=True).start()
-
-    def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            future, call = job
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(call())
-                except BaseException as exc:  # handed to the waiting caller, never lost
-                    future.set_exception(exc)
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future:
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        self._jobs.put((future, lambda: fn(*args)))
-        return future
-
-    def shutdown(self) -> None:
-        self._jobs.put(None)
 
 
 class EnvRewards:
@@ -78,8 +48,10 @@ class EnvRewards:
         rollout_log: str | Path | None = None,
         rollout_every: int = 10,
         rollout_samples: int | None = None,
+        scorer: Scorer | None = None,
     ) -> None:
         self.env = env
+        self.scorer: Scorer = scorer if scorer is not None else LocalScorer(env)
         self.num_generations = num_generations  # None: read the group size off each batch
         self.timeout_s = timeout_s
         self.env_label = env_label  # rows naming another env (a task_env column) are refused
@@ -90,8 +62,6 @@ class EnvRewards:
         self.rollout_samples = rollout_samples or num_generations or 4
         self._logged_steps: set[int] = set()
         self.weights = self.weights_of(env)
-        self._pool = self._new_pool()
-        self.abandoned_pools = 0
         self.verify_seconds = 0.0
         self._batch: tuple[Sequence[Any], list[Verdict] | None] | None = None
         self.totals: Counter[str] = Counter()
@@ -104,9 +74,10 @@ class EnvRewards:
         rubric = env.rubric
         return dict(rubric.normalized_weights) if isinstance(rubric, Rubric) else {"reward": 1.0}
 
-    @staticmethod
-    def _new_pool() -> _DaemonWorker:
-        return _DaemonWorker()
+    @property
+    def abandoned_pools(self) -> int:
+        """Verifier threads abandoned to a hang (``local`` scoring)."""
+        return getattr(self.scorer, "abandoned_workers", 0)
 
     @property
     def names(self) -> list[str]:
@@ -155,7 +126,7 @@ class EnvRewards:
             )
             if verdicts is None:
                 return [None] * len(completions)
-            return [None if v.reason is Reason.ERROR else self._score(v, name) for v in verdicts]
+            return [None if v is None or v.reason is Reason.ERROR else self._score(v, name) for v in verdicts]
 
         reward.__name__ = name
         return reward
@@ -188,23 +159,15 @@ class EnvRewards:
         splits: Sequence[str],
         indices: Sequence[int],
         log_metric: Any = None,
-    ) -> list[Verdict] | None:
+    ) -> list[Verdict | None] | None:
         """Verdicts for a batch, computed once however many component functions ask for them."""
         if self._batch is not None and self._batch[0] is completions:
             return self._batch[1]
         tasks: list[Task] = [self.env.tasks(s)[int(i)] for s, i in zip(splits, indices, strict=True)]
         started = time.perf_counter()
-        future = self._pool.submit(self.env.verify_batch, completions, tasks)
-        try:
-            verdicts: list[Verdict] | None = future.result(timeout=self.timeout_s)
-        except concurrent.futures.TimeoutError:
-            logger.warning(
-                "verify_batch exceeded %.0f s; the batch is left unscored (not zeroed) and the stuck "
-                "verifier thread is abandoned for a fresh one",
-                self.timeout_s,
-            )
-            verdicts = None
-            self._abandon_pool()
+        scored = self.scorer.score(completions, tasks, timeout_s=self.timeout_s)
+        # All unscored: the batch overran its budget (``local`` leaves a batch whole or not at all).
+        verdicts: list[Verdict | None] | None = None if scored and all(v is None for v in scored) else scored
         elapsed = time.perf_counter() - started
         self.verify_seconds += elapsed
         if log_metric is not None:
@@ -214,17 +177,21 @@ class EnvRewards:
         self._record(verdicts, len(completions), log_metric, self.num_generations or _first_run(keys))
         return verdicts
 
-    def _record(self, verdicts: list[Verdict] | None, size: int, log_metric: Any, group: int) -> None:
+    def _record(self, verdicts: list[Verdict | None] | None, size: int, log_metric: Any, group: int) -> None:
         """Count reasons and log accuracy, verifier errors/timeouts and advantages for this batch."""
         metrics: dict[str, float] = {}
         if verdicts is None:
             self.totals["batch_timeouts"] += 1
             metrics = {"verifier/batch_timeouts": 1.0, "verifier/errors": float(size)}
         else:
-            reasons = Counter(v.reason.value for v in verdicts)
+            unscored = sum(v is None for v in verdicts)
+            reasons = Counter(v.reason.value for v in verdicts if v is not None)
             self.totals.update(reasons)
-            metrics["accuracy"] = sum(v.passed for v in verdicts) / size
-            metrics["verifier/errors"] = float(reasons[Reason.ERROR.value])
+            if unscored:  # some items missed the budget (``ray`` scores item by item)
+                self.totals["unscored"] += unscored
+                metrics["verifier/unscored"] = float(unscored)
+            metrics["accuracy"] = sum(v is not None and v.passed for v in verdicts) / size
+            metrics["verifier/errors"] = float(reasons[Reason.ERROR.value] + unscored)
             metrics["verifier/timeouts"] = float(reasons[Reason.TIMEOUT.value])
             for reason in Reason:
                 metrics[f"reasons/{reason.value}"] = reasons[reason.value] / size
@@ -233,9 +200,9 @@ class EnvRewards:
             for key, value in metrics.items():
                 log_metric(key, value)
 
-    def _advantage_stats(self, verdicts: list[Verdict], g: int) -> dict[str, float]:
-        """Group-normalised advantages, as GRPO computes them, for the logs."""
-        rewards = [v.score for v in verdicts]
+    def _advantage_stats(self, verdicts: list[Verdict | None], g: int) -> dict[str, float]:
+        """Group-normalised advantages, as GRPO computes them, for the logs (unscored items as 0)."""
+        rewards = [v.score if v is not None else 0.0 for v in verdicts]
         advantages = []
         for start in range(0, len(rewards) - len(rewards) % g, g):
             group = rewards[start : start + g]
@@ -255,7 +222,7 @@ class EnvRewards:
         completions: Sequence[Any],
         splits: Sequence[str],
         indices: Sequence[int],
-        verdicts: list[Verdict] | None,
+        verdicts: list[Verdict | None] | None,
     ) -> None:
         """Append one group of this batch to the rollout log, every ``rollout_every`` steps."""
         step = getattr(state, "global_step", None)
@@ -272,7 +239,7 @@ class EnvRewards:
                 "sample": i,
                 "prompt": prompts[i] if prompts is not None else None,
                 "completion": completions[i],
-                "verdict": verdicts[i].to_dict(),
+                "verdict": verdicts[i].to_dict() if verdicts[i] is not None else None,
             }
             for i in range(min(self.rollout_samples, len(verdicts)))
         ]
@@ -280,14 +247,8 @@ class EnvRewards:
         with self.rollout_log.open("a", encoding="utf-8") as out:
             out.write("".join(json.dumps(row, default=str) + "\n" for row in rows))
 
-    def _abandon_pool(self) -> None:
-        """Leave the stuck thread to finish (or not) on its own; later batches get a fresh one."""
-        self._pool.shutdown()
-        self._pool = self._new_pool()
-        self.abandoned_pools += 1
-
     def close(self) -> None:
-        self._pool.shutdown()
+        self.scorer.close()
 
 
 def _first_run(keys: Sequence[Any]) -> int:

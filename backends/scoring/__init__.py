@@ -1,0 +1,105 @@
+"""Scoring backends: where an env's ``verify_batch`` runs for training rewards, eval and the audit.
+
+``local`` (the default) scores on this host: the env's own sandbox pool and math worker, in a
+daemon thread with a wall-clock budget. ``ray`` (``pip install 'rlvr-gym[ray]'``) ships batches
+to actors on the CPU nodes of a Ray cluster, each holding the env (and so its sandbox pool and
+math worker) on its node — for runs whose GPU host has no CPUs to spare for scoring.
+
+Both return one entry per item, in order: a :class:`~rlvr_gym.verifiers.Verdict`, or ``None``
+for an item that missed the batch's budget (left unscored, never zeroed). This package never
+imports Ray unless ``ray`` is chosen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from rlvr_gym.error import InvalidArgument, RunFailed
+
+if TYPE_CHECKING:
+    from rlvr_gym.envs import SingleTurnEnv
+    from rlvr_gym.verifiers import Task, Verdict
+
+ScoringName = Literal["local", "ray"]
+SCORING: tuple[str, ...] = ("local", "ray")
+
+
+class Scorer(Protocol):
+    """Scores batches of one env; ``score`` blocks, ``ascore`` awaits, ``close`` frees workers."""
+
+    name: str
+
+    def score(
+        self, completions: Sequence[object], tasks: Sequence[Task], *, timeout_s: float | None = None
+    ) -> list[Verdict | None]: ...
+
+    async def ascore(
+        self, completions: Sequence[object], tasks: Sequence[Task], *, timeout_s: float | None = None
+    ) -> list[Verdict | None]: ...
+
+    def close(self) -> None: ...
+
+
+class AwaitableScorer:
+    """``ascore`` for scorers whose ``score`` blocks: run it in a thread, so a trainer's event
+    loop can overlap scoring with other work (generation of the next batch, logging)."""
+
+    async def ascore(
+        self, completions: Sequence[object], tasks: Sequence[Task], *, timeout_s: float | None = None
+    ) -> list[Verdict | None]:
+        return await asyncio.to_thread(self.score, completions, tasks, timeout_s=timeout_s)  # type: ignore[attr-defined]
+
+
+def scored_by(scorer: Scorer) -> Callable[[Sequence[object], Sequence[Task]], list[Verdict]]:
+    """``scorer`` as a plain ``(completions, tasks) -> verdicts`` function, with no budget (every
+    item is scored: what eval and the audit need); for :func:`rlvr_gym.envs.audit.audit` and eval."""
+
+    def score(completions: Sequence[object], tasks: Sequence[Task]) -> list[Verdict]:
+        verdicts = scorer.score(completions, tasks, timeout_s=None)
+        missing = [i for i, v in enumerate(verdicts) if v is None]
+        if missing:  # without a budget only a lost cluster leaves an item unscored
+            raise RunFailed(f"{scorer.name} scoring left {len(missing)} of {len(verdicts)} items unscored")
+        return verdicts  # type: ignore[return-value]
+
+    return score
+
+
+def check_scoring(scoring: str, ray_address: str | None = None) -> None:
+    """Refuse an unknown backend name, or an address given to a backend that takes none."""
+    if scoring not in SCORING:
+        raise InvalidArgument(f"unknown scoring backend {scoring!r}; choose from {list(SCORING)}")
+    if ray_address is not None and scoring != "ray":
+        raise InvalidArgument(f"ray_address is for scoring='ray', not {scoring!r}")
+
+
+def make_scorer(
+    env: SingleTurnEnv, scoring: str = "local", *, ray_address: str | None = None, **options: Any
+) -> Scorer:
+    """The scorer called ``scoring`` for ``env``.
+
+    ``ray`` connects at once (``ray_address``: ``host:port`` of the head, ``auto``, or ``None``
+    for ``RAY_ADDRESS`` / a local cluster started with ``ray start``), starts its actors and checks
+    every node's sandbox walls, so a cluster that cannot be reached fails here with one line —
+    before any model is loaded. ``options`` go to the backend's class.
+    """
+    check_scoring(scoring, ray_address)
+    if scoring == "ray":
+        from rlvr_gym.backends.scoring.ray import RayScorer
+
+        return RayScorer(env, address=ray_address, **options)
+    from rlvr_gym.backends.scoring.local import LocalScorer
+
+    return LocalScorer(env, **options)
+
+
+__all__ = [
+    "SCORING",
+    "AwaitableScorer",
+    "Scorer",
+    "ScoringName",
+    "check_scoring",
+    "make_scorer",
+    "scored_by",
+]

@@ -1,0 +1,476 @@
+"""``ray`` scoring: batches fan out to actors on the CPU nodes of a Ray cluster.
+
+Why: at the scale people train, the GPU host's CPUs are busy feeding GPUs, and scoring a step's
+code completions can take longer than generating them. Each actor holds one copy of the env on
+its node (so its own sandbox pool and math worker) and declares the CPUs it uses as Ray
+resources, so Ray places ``node CPUs / cpus_per_actor`` actors on every node with CPUs. A batch
+is cut into chunks along task groups (a prompt's completions stay together), dealt to the
+least-loaded actors, and put back in order.
+
+Nothing lost, nothing twice, nothing stalls:
+
+* every chunk carries the batch's deadline (wall clock): an actor that reaches a chunk after it
+  returns it unscored without running it, and the driver stops waiting at it; items not scored
+  by then come back ``None`` (unscored, never 0), as ``local`` leaves an overrunning batch;
+* a chunk whose actor or node dies is re-run on another actor; a chunk's verdicts are written
+  once, by index, from the one call that returned them;
+* the cluster is reached (a TCP probe, then ``ray.init``) before anything else: unreachable is a
+  one-line :class:`ClusterUnreachable`, before any model loads;
+* the first actor on every node reports that node's sandbox walls (the layers
+  ``rlvr-gym sandbox-info`` prints); a node missing a layer this host has is refused
+  (:class:`WallsMissing`), not hidden.
+
+Loopback: Ray rewrites a ``127.0.0.1`` address to the machine's interface address; for a
+cluster whose nodes were started on loopback (``--node-ip-address 127.0.0.1``, as in the tests)
+this module keeps the driver on loopback too (see :func:`connect`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import socket
+import time
+from collections import Counter, deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rlvr_gym.backends.scoring import AwaitableScorer
+from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
+from rlvr_gym.verifiers import Reason, Task, Verdict
+
+logger = logging.getLogger("rlvr_gym.backends")
+
+NAMESPACE = "rlvr_gym"
+LAYERS = ("filesystem", "pid", "network", "seccomp", "uid")
+PROBE_TIMEOUT_S = 5.0
+CHUNKS_PER_ACTOR = 16
+"""Chunks a batch is cut into per actor: enough that the last ones finish together (the tail
+of a batch is one chunk's work on one actor), few enough that a round trip per chunk is noise."""
+PLACE_GRACE_S = 15.0
+"""After the first actor starts, how long the others may take before they are given up."""
+MAX_RERUNS = 3
+"""A chunk whose actor died this many times is left unscored rather than tried forever."""
+_LOOPBACK = ("127.", "localhost", "::1", "[::1]")
+
+
+class ClusterUnreachable(NotAvailable):
+    """The Ray cluster named by the address cannot be reached (or has no CPUs for scoring)."""
+
+
+class WallsMissing(NotAvailable):
+    """A node's code sandbox lacks a layer this host's has: scoring there would be weaker."""
+
+
+def import_ray() -> Any:
+    """``ray``, or a one-line :class:`NotAvailable` naming the extra to install."""
+    try:
+        import ray
+    except ImportError:
+        raise NotAvailable(
+            "scoring='ray' needs Ray: pip install 'rlvr-gym[ray]' (ray 2.60) here and on every node"
+        ) from None
+    return ray
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``host:port`` (IPv6 in brackets) -> ``(host, port)``; anything else is refused."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise InvalidArgument(
+            f"ray address must be host:port (e.g. 10.0.0.5:6379) or 'auto', got {address!r}"
+        )
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    return host.startswith(_LOOPBACK)
+
+
+def connect(address: str | None) -> bool:
+    """Join the cluster at ``address`` as a driver; True if this call connected (False: already).
+
+    ``None`` means ``RAY_ADDRESS`` or the cluster ``ray start`` left on this machine (``auto``);
+    a new local cluster is never started behind the caller's back. For a loopback head, Ray's
+    rewrite of 127.0.0.1 to the interface address is switched off, so the driver registers on
+    loopback like the nodes (``_node_ip_address``) and no traffic leaves ``lo``.
+    """
+    ray = import_ray()
+    if ray.is_initialized():
+        return False
+    target = address or os.environ.get("RAY_ADDRESS") or "auto"
+    node_ip = None
+    if target != "auto":
+        host, port = split_address(target)
+        try:
+            socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
+        except OSError as exc:
+            raise ClusterUnreachable(
+                f"cannot reach the Ray cluster at {target}: {exc.strerror or exc} "
+                f"(start its head with `ray start --head --port {port}`, or fix --ray-address)"
+            ) from None
+        if is_loopback(host):
+            ray._private.ray_constants.ENABLE_RAY_CLUSTER = False  # keep 127.0.0.1 as given
+            node_ip = "127.0.0.1"
+    try:
+        ray.init(
+            address=target,
+            namespace=NAMESPACE,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            _node_ip_address=node_ip,
+        )
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ClusterUnreachable(f"cannot connect to the Ray cluster at {target}: {first}") from None
+    return True
+
+
+def walls_here() -> dict[str, Any]:
+    """This machine's sandbox layers, as ``rlvr-gym sandbox-info`` reports them."""
+    from rlvr_gym.verifiers.code import SandboxPool
+
+    try:
+        with SandboxPool(1) as pool:
+            isolation = pool.isolation
+    except Exception as exc:  # noqa: BLE001 - a node that cannot start a sandbox is reported, not crashed
+        return {"error": f"{type(exc).__name__}: {exc}", "missing": ["sandbox"]}
+    return {**{k: isolation[k] for k in LAYERS}, "missing": list(isolation["missing"])}
+
+
+def missing_layers(walls: dict[str, Any]) -> set[str]:
+    """The names of the missing layers (``"seccomp: <why>"`` -> ``"seccomp"``)."""
+    return {str(entry).split(":")[0].strip() for entry in walls.get("missing", [])}
+
+
+def check_walls(driver: dict[str, Any], node: dict[str, Any], where: str) -> None:
+    """Refuse a node missing a sandbox layer this host has (one line naming the layers)."""
+    lacking = sorted(missing_layers(node) - missing_layers(driver))
+    if lacking:
+        raise WallsMissing(
+            f"scoring node {where} lacks sandbox layers this host has: {', '.join(lacking)} "
+            "(run `rlvr-gym sandbox-info` there and fix it, or take the node out of the cluster)"
+        )
+
+
+_driver_walls: dict[str, Any] | None = None
+
+
+def driver_walls() -> dict[str, Any]:
+    global _driver_walls
+    if _driver_walls is None:
+        _driver_walls = walls_here()
+    return _driver_walls
+
+
+class ScoringActor:
+    """One env on one node, scoring chunks of batches (run as a Ray actor, see :class:`RayScorer`)."""
+
+    def __init__(self, env: SingleTurnEnv, cpus: int) -> None:
+        os.environ["RLVR_GYM_SANDBOX_WORKERS"] = str(cpus)  # the env's pool uses the CPUs declared
+        self.env = env
+
+    def hello(self, walls: bool) -> dict[str, Any]:
+        import ray
+
+        return {
+            "node": ray.get_runtime_context().get_node_id(),
+            "pid": os.getpid(),
+            "walls": walls_here() if walls else None,
+        }
+
+    def score(
+        self, completions: Sequence[object], tasks: Sequence[Task], deadline: float | None
+    ) -> list[Verdict] | None:
+        """The chunk's verdicts, or ``None`` when it arrives past its deadline (not run at all)."""
+        if deadline is not None and time.time() >= deadline:
+            return None
+        return self.env.verify_batch(completions, tasks)
+
+
+def plan_chunks(tasks: Sequence[Task], size: int) -> list[list[int]]:
+    """Indices cut into chunks of about ``size``, along runs of equal tasks (a prompt's group
+    stays on one actor unless it alone is larger than ``size``)."""
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    start = 0
+    while start < len(tasks):
+        end = start + 1
+        while end < len(tasks) and (tasks[end] is tasks[start] or tasks[end] == tasks[start]):
+            end += 1
+        for piece in range(start, end, size):
+            group = list(range(piece, min(piece + size, end)))
+            if current and len(current) + len(group) > size:
+                chunks.append(current)
+                current = []
+            current += group
+        start = end
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+@dataclass
+class _Slot:
+    handle: Any
+    node: str
+
+
+class RayScorer(AwaitableScorer):
+    """Scores an env's batches on Ray actors across the cluster's CPU nodes.
+
+    ``cpus_per_actor`` CPUs are declared per actor (its sandbox pool gets that many workers);
+    ``in_flight`` chunks are kept queued per actor; ``chunk_size`` (default: about 16 chunks
+    per actor, at most 64 items) sets the unit of fan-out and of re-running. In a multi-process
+    run (``WORLD_SIZE`` ranks, each scoring its own share of a step) every rank starts
+    ``node CPUs / WORLD_SIZE`` actors per node. ``runtime_env`` is
+    Ray's, for the actors (env vars such as ``RLVR_GYM_DATA_DIR`` for nodes whose data lies
+    elsewhere). ``stats`` counts re-run and unscored items.
+    """
+
+    name = "ray"
+
+    def __init__(
+        self,
+        env: SingleTurnEnv,
+        *,
+        address: str | None = None,
+        cpus_per_actor: int = 1,
+        in_flight: int = 2,
+        chunk_size: int | None = None,
+        start_timeout_s: float = 120.0,
+        runtime_env: dict[str, Any] | None = None,
+        check_walls: bool = True,
+    ) -> None:
+        if cpus_per_actor < 1 or in_flight < 1 or (chunk_size is not None and chunk_size < 1):
+            raise InvalidArgument("cpus_per_actor, in_flight and chunk_size must be >= 1")
+        self.ray = import_ray()
+        self.address = address
+        self._owns_connection = connect(address)
+        self.cpus_per_actor = cpus_per_actor
+        self.in_flight = in_flight
+        self.chunk_size = chunk_size
+        self.start_timeout_s = start_timeout_s
+        self.runtime_env = runtime_env
+        self.check_walls = check_walls
+        self.ranks = max(1, int(os.environ.get("WORLD_SIZE", "1")))  # training ranks sharing the CPUs
+        self.stats: Counter[str] = Counter()
+        self.walls: dict[str, dict[str, Any]] = {}
+        self._slots: dict[int, _Slot] = {}
+        self._next_key = 0
+        self._nodes: frozenset[str] = frozenset()
+        self._actor_class = self.ray.remote(ScoringActor)
+        try:
+            try:
+                self._env_ref = self.ray.put(env)
+            except Exception as exc:  # noqa: BLE001 - Ray's pickling errors vary; the message says what to do
+                raise InvalidArgument(
+                    f"scoring='ray' ships the env to its actors by pickle, and this one does not pickle ({exc}); "
+                    "define the env class at module level or use a registered env id"
+                ) from None
+            self._refresh()
+            if not self._slots:
+                raise ClusterUnreachable(
+                    f"the Ray cluster at {address or 'auto'} has no node with {cpus_per_actor} free CPU(s) "
+                    "for scoring actors (start CPU nodes with `ray start --address HEAD:PORT`)"
+                )
+        except BaseException:
+            self.close()
+            raise
+
+    # ----- actors ------------------------------------------------------------------------------
+    def _alive_nodes(self) -> dict[str, dict[str, Any]]:
+        return {
+            n["NodeID"]: n
+            for n in self.ray.nodes()
+            if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= self.cpus_per_actor
+        }
+
+    def _refresh(self) -> None:
+        """Drop actors of dead nodes; start actors on live nodes that have none of ours."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = self._alive_nodes()
+        self._nodes = frozenset(nodes)
+        for key in [k for k, s in self._slots.items() if s.node not in nodes]:
+            self._drop(key)
+        staffed = {s.node for s in self._slots.values()}
+        started: dict[Any, tuple[int, str, bool]] = {}
+        for node_id, node in nodes.items():
+            if node_id in staffed:
+                continue
+            # Every training rank is a driver with actors of its own: each takes its share.
+            share = int(node["Resources"]["CPU"] // self.cpus_per_actor // self.ranks)
+            for slot in range(max(1, share)):
+                handle = self._actor_class.options(
+                    num_cpus=self.cpus_per_actor,
+                    max_restarts=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+                    runtime_env=self.runtime_env,
+                ).remote(self._env_ref, self.cpus_per_actor)
+                key = self._next_key
+                self._next_key += 1
+                self._slots[key] = _Slot(handle, node_id)
+                probe = self.check_walls and slot == 0
+                started[handle.hello.remote(probe)] = (key, node_id, probe)
+        if not started:
+            return
+        # Once one actor is up, the others get a short grace: one that cannot be placed (its CPUs
+        # taken by another driver) is dropped instead of holding every batch up.
+        ready, late = self.ray.wait(list(started), num_returns=1, timeout=self.start_timeout_s)
+        if ready and late:
+            more, late = self.ray.wait(late, num_returns=len(late), timeout=PLACE_GRACE_S)
+            ready += more
+        for ref in late:
+            key, node_id, _ = started[ref]
+            logger.warning(
+                "scoring actor on node %s did not start in %.0f s; not used",
+                node_id[:8],
+                self.start_timeout_s,
+            )
+            self._drop(key)
+        for ref in ready:
+            key, node_id, probe = started[ref]
+            try:
+                hello = self.ray.get(ref)
+            except self.ray.exceptions.RayError as exc:
+                logger.warning("scoring actor on node %s failed to start: %s", node_id[:8], exc)
+                self._drop(key)
+                continue
+            if probe:
+                self.walls[node_id] = hello["walls"]
+                address = nodes[node_id].get("NodeManagerAddress", "?")
+                check_walls(driver_walls(), hello["walls"], f"{node_id[:8]} ({address})")
+
+    def _drop(self, key: int) -> None:
+        slot = self._slots.pop(key, None)
+        if slot is not None:
+            with contextlib.suppress(Exception):  # an actor of a dead node is already gone
+                self.ray.kill(slot.handle)
+
+    @property
+    def actors(self) -> int:
+        return len(self._slots)
+
+    def nodes(self) -> dict[str, int]:
+        """Actors per node id."""
+        return dict(Counter(s.node for s in self._slots.values()))
+
+    # ----- scoring -----------------------------------------------------------------------------
+    def score(
+        self, completions: Sequence[object], tasks: Sequence[Task], *, timeout_s: float | None = None
+    ) -> list[Verdict | None]:
+        """Verdicts in order; ``None`` for items not scored within ``timeout_s`` (``None``: no budget)."""
+        if len(completions) != len(tasks):
+            raise InvalidArgument(f"score got {len(completions)} completions for {len(tasks)} tasks")
+        if not completions:
+            return []
+        if frozenset(self._alive_nodes()) != self._nodes:
+            self._refresh()  # a node joined or left since the last batch
+        deadline = time.time() + timeout_s if timeout_s is not None else None
+        size = self.chunk_size or max(
+            1, min(64, math.ceil(len(tasks) / (CHUNKS_PER_ACTOR * max(1, len(self._slots)))))
+        )
+        chunks = plan_chunks(tasks, size)
+        results: list[Verdict | None] = [None] * len(tasks)
+        pending = deque(range(len(chunks)))
+        reruns: Counter[int] = Counter()
+        inflight: dict[Any, tuple[int, int]] = {}
+        load: Counter[int] = Counter()
+        while pending or inflight:
+            left = deadline - time.time() if deadline is not None else 1.0
+            if left <= 0:
+                break
+            for key in sorted(self._slots, key=lambda k: load[k]):
+                while pending and load[key] < self.in_flight:
+                    chunk = pending.popleft()
+                    batch = chunks[chunk]
+                    ref = self._slots[key].handle.score.remote(
+                        [completions[i] for i in batch], [tasks[i] for i in batch], deadline
+                    )
+                    inflight[ref] = (chunk, key)
+                    load[key] += 1
+            if not inflight:  # every actor is gone: look for live nodes once more
+                self._refresh()
+                if not self._slots:
+                    if deadline is None:
+                        raise RunFailed("every Ray scoring actor is gone (all CPU nodes left the cluster)")
+                    break
+                continue
+            ready, _ = self.ray.wait(list(inflight), num_returns=1, timeout=min(left, 1.0))
+            for ref in ready:
+                chunk, key = inflight.pop(ref)
+                load[key] -= 1
+                batch = chunks[chunk]
+                try:
+                    verdicts = self.ray.get(ref)
+                except self.ray.exceptions.RayTaskError as exc:  # verify_batch itself raised: a bug
+                    cause = exc.cause if exc.cause is not None else exc
+                    error = f"scoring actor: {type(cause).__name__}: {cause}"
+                    verdicts = [Verdict.fail(Reason.ERROR, error=error)] * len(batch)
+                except self.ray.exceptions.RayError as exc:  # the actor or its node died
+                    self._lost(key, exc)
+                    reruns[chunk] += 1
+                    if reruns[chunk] <= MAX_RERUNS:
+                        pending.appendleft(chunk)
+                        self.stats["rerun_items"] += len(batch)
+                    continue
+                if verdicts is None:  # reached past its deadline: not run
+                    continue
+                if len(verdicts) != len(batch):
+                    verdicts = [
+                        Verdict.fail(Reason.ERROR, error="scoring actor returned a short batch")
+                    ] * len(batch)
+                for index, verdict in zip(batch, verdicts, strict=True):
+                    results[index] = verdict
+                self.stats["chunks_done"] += 1
+        unscored = sum(v is None for v in results)
+        if unscored:
+            self.stats["unscored_items"] += unscored
+            logger.warning(
+                "%d of %d items missed the %s s budget and are left unscored",
+                unscored,
+                len(results),
+                timeout_s,
+            )
+        self.stats["scored_items"] += len(results) - unscored
+        return results
+
+    def _lost(self, key: int, exc: BaseException) -> None:
+        """An actor failed: forget it (its node may still live; a later refresh restaffs it)."""
+        slot = self._slots.get(key)
+        if slot is not None:
+            logger.warning(
+                "scoring actor on node %s lost (%s); its chunks re-run elsewhere",
+                slot.node[:8],
+                type(exc).__name__,
+            )
+            self._drop(key)
+            self._nodes = frozenset()  # refresh at the next batch
+        self.stats["lost_actors"] += 1
+
+    def close(self) -> None:
+        """Stop the actors; disconnect if this scorer connected."""
+        for key in list(getattr(self, "_slots", {})):
+            self._drop(key)
+        if getattr(self, "_owns_connection", False) and self.ray.is_initialized():
+            self.ray.shutdown()
+        self._owns_connection = False
+
+
+__all__ = [
+    "ClusterUnreachable",
+    "RayScorer",
+    "ScoringActor",
+    "WallsMissing",
+    "check_walls",
+    "connect",
+    "import_ray",
+    "plan_chunks",
+    "walls_here",
+]
