@@ -81,7 +81,7 @@ class RunConfig:
     )
     env_id: str | None = field(
         default=None,
-        metadata=about("registered env id (or pass the env to train())", flag="--env", metavar="ID"),
+        metadata=about("registered env id", flag="--env", metavar="ID"),
     )
     env_kwargs: dict[str, Any] = field(
         default_factory=dict,

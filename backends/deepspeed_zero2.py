@@ -182,7 +182,7 @@ def _train_here(
     try:
         with _single_rank_environment():
             return trl_backend.train(
-                # trl's train layers Liger and the memory path on top: see trainer_class().
+                # trl's train layers Liger and the memory path on top (trainer_class_for).
                 env,
                 config,
                 model=model,
@@ -224,12 +224,6 @@ def _single_rank_environment() -> Iterator[None]:
     finally:
         os.environ.clear()
         os.environ.update(saved)
-
-
-def trainer_class(config: RunConfig) -> type:
-    """The class a ZeRO-2 run trains with: the evidence recorder under the shared layering of
-    :func:`rlvr_gym.backends.trl.trainer_class_for` (Liger's loss, the memory path)."""
-    return trl_backend.trainer_class_for(config, evidence_trainer())
 
 
 def evidence_trainer(base: Any = None) -> Any:

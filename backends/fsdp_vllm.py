@@ -153,23 +153,6 @@ def fsdp_overrides(
     return overrides
 
 
-def shard(model: Any, layer_classes: Sequence[str]) -> Any:
-    """FSDP2 ``fully_shard`` on every decoder layer named in ``layer_classes``, then on the root.
-
-    The wrapping accelerate's FSDP2 plugin applies from ``transformer_layer_cls_to_wrap``; here so
-    the wrap plan can be checked with torch alone (gloo on CPU) where accelerate drops FSDP.
-    """
-    from torch.distributed.fsdp import fully_shard
-
-    layers = [m for m in model.modules() if type(m).__name__ in set(layer_classes)]
-    if not layers:
-        raise InvalidArgument(f"no module of classes {list(layer_classes)} in {type(model).__name__}")
-    for layer in layers:
-        fully_shard(layer)
-    fully_shard(model)
-    return model
-
-
 def train(
     env: SingleTurnEnv,
     config: RunConfig,

@@ -187,3 +187,4 @@ def test_each_backends_options_are_its_train_keywords_with_the_same_defaults(nam
         default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
         declared = signature[field.name].default
         assert declared == default or (declared is None and default == type(default)()), (name, field.name)
+

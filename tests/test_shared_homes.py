@@ -175,3 +175,31 @@ def private_calls_across_modules(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", sorted(BACKENDS.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_backend_calls_another_modules_private_names(path):
     assert private_calls_across_modules(path) == []
+
+
+def test_no_public_helper_in_backends_or_trainers_is_called_by_tests_alone():
+    """Tests check what the product runs: ``fsdp_vllm.shard`` was called by a test worker only.
+    A name the README or the docs show users counts as used (the public adapter API)."""
+    import re
+
+    folders = ("backends", "trainers", "envs", "verifiers", "rlvr_gym", "examples", "bench")
+    pages = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
+    used = {word for page in pages if page.is_file() for word in re.findall(r"\w+", page.read_text())}
+    defined: list[tuple[Path, str]] = []
+    for path in (p for folder in folders for p in (ROOT / folder).rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                used.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                used.add(node.attr)
+            elif isinstance(node, ast.alias):
+                used.add(node.asname or node.name.rsplit(".", 1)[-1])
+        if path.parts[len(ROOT.parts)] in ("backends", "trainers"):
+            defined += [
+                (path, n.name)
+                for n in tree.body
+                if isinstance(n, ast.FunctionDef | ast.ClassDef) and not n.name.startswith("_")
+            ]
+    unused = [f"{path.relative_to(ROOT)}:{name}" for path, name in defined if name not in used]
+    assert unused == []
