@@ -164,6 +164,7 @@ def test_the_env_is_named_in_one_place(tmp_path):
 
 
 def test_a_backend_option_is_typed_and_refused_where_it_does_not_apply(tmp_path, tiny_model, capsys):
+    from rlvr_gym.trainers.cli import backend_options
     from rlvr_gym.trainers.train import train
 
     missing = str(tmp_path / "no-model")
@@ -171,6 +172,11 @@ def test_a_backend_option_is_typed_and_refused_where_it_does_not_apply(tmp_path,
     argv = ["train", "--env", "arith", "--backend", "trl", "--vllm-mode", "colocate", "--model", missing]
     assert main(argv) == 2
     assert "--vllm-mode apply to --backend fsdp-vllm, not 'trl'" in capsys.readouterr().err
+    # An alias shares its backend's options.
+    args = build_parser().parse_args(
+        ["train", "--env", "arith", "--backend", "fsdp", "--vllm-mode", "colocate"]
+    )
+    assert backend_options(args) == {"mode": "colocate"}
     with pytest.raises(InvalidArgument, match=r"backend 'trl' takes no option \['mode'\]"):
         train("arith", RunConfig(model=str(tiny_model)), backend="trl", backend_options={"mode": "colocate"})
 

@@ -158,7 +158,7 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for name in option_backends():
         typed = flags_given(args, backends.get(name).Options, dest=option_dest(name))
-        if typed and name != chosen:
+        if typed and backends.BACKENDS.get(chosen) != backends.BACKENDS[name]:  # "fsdp" is fsdp-vllm
             raise CliError(f"{', '.join(typed)} apply to --backend {name}, not {chosen!r}")
         if typed:
             options = given(args, backends.get(name).Options, dest=option_dest(name))
