@@ -1,8 +1,8 @@
 """Command-line flags made from dataclasses and signatures, so a flag and its field cannot drift apart.
 
 Each field of a dataclass (:class:`~rlvr_gym.backends.config.RunConfig`, a backend's
-``Options``) — or each ``Annotated[type, about(...)]`` parameter of a function
-(:func:`~rlvr_gym.trainers.evaluate.evaluate`) — becomes one flag: ``--field-name`` unless its metadata names another (``flag``;
+``Options``) — or each ``Annotated[type, about(...)]`` parameter of a function — becomes
+one flag: ``--field-name`` unless its metadata names another (``flag``;
 ``None`` for a field with no flag), its argparse type from the type hint (``bool`` a
 ``--x/--no-x`` pair, ``Literal`` choices, ``X | None`` as ``X``, ``tuple`` a list, ``dict``
 repeatable ``KEY=VALUE``), its help from ``metadata["help"]`` with the field's default appended.
