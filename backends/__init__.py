@@ -12,7 +12,9 @@ backend that needs it.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -39,6 +41,28 @@ def get(name: str) -> Backend:
     return cast(Backend, importlib.import_module(BACKENDS[name]))
 
 
+def options_for(name: str, options: Mapping[str, Any] | Any = None) -> dict[str, Any]:
+    """Backend ``name``'s keyword options, checked against its typed ``Options`` dataclass.
+
+    ``options`` is that ``Options`` object (every field) or a dict of some of its fields (the
+    rest keep the backend's defaults); an option the backend does not take is refused by name.
+    """
+    cls = get(name).Options
+    names = [f.name for f in dataclasses.fields(cls)]
+    if options is None:
+        return {}
+    if dataclasses.is_dataclass(options) and not isinstance(options, type):
+        if not isinstance(options, cls):
+            raise InvalidArgument(
+                f"backend {name!r} takes {cls.__qualname__} options, got {type(options).__name__}"
+            )
+        return {n: getattr(options, n) for n in names}
+    unknown = sorted(set(options) - set(names))
+    if unknown:
+        raise InvalidArgument(f"backend {name!r} takes no option {unknown}; its options are {names}")
+    return dict(options)
+
+
 def auto(
     model: str | Path | dict[str, Any] | None = None, hardware: Hardware | None = None, config: Any = None
 ) -> str:
@@ -57,4 +81,4 @@ def auto(
     return choose(shape, hardware, workload_for(config) if config is not None else None).backend
 
 
-__all__ = ["BACKENDS", "Backend", "LoraSettings", "RunConfig", "RunResult", "auto", "get"]
+__all__ = ["BACKENDS", "Backend", "LoraSettings", "RunConfig", "RunResult", "auto", "get", "options_for"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rlvr_gym.backends.scoring import check_scoring
+from rlvr_gym.backends.scoring import Scoring, check_scoring
 from rlvr_gym.error import InvalidArgument
 
 TRACKERS = {"tensorboard": "tensorboard", "wandb": "wandb"}
@@ -22,35 +22,16 @@ LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo"]
 ScaleRewards = Literal["group", "batch", "none"]
 
 
-TINY_DEMO: dict[str, Any] = {
-    "warm_start_steps": 200,
-    "learning_rate": 1e-3,
-    "beta": 0.04,
-    "num_generations": 16,
-    "prompts_per_step": 4,
-    "max_completion_length": 8,
-    "max_steps": 400,
-}
-"""Settings under which GRPO visibly teaches the tiny offline model a built-in env on a CPU in
-minutes. The 200-step supervised warm start teaches the answer tag and when to stop but leaves
-accuracy at about chance on ``TINY_DEMO_ENV['arith']`` (first fifth 0.16 at seed 0); GRPO then
-raises it (last fifth 0.62). A longer warm start already solves the task (240 steps: 0.43 in the
-first fifth), a shorter or answer-free one leaves GRPO flat at chance within 500 steps. The KL
-term (``beta``) keeps the answer format from drifting; without it lr >= 2e-3 broke the format."""
+def about(help: str, **cli: Any) -> dict[str, Any]:
+    """Field metadata: ``help`` is the field's one-line description (the CLI's ``--help`` text);
+    ``cli`` says how the flag differs from ``--field-name`` (``flag``, ``metavar``, ``choices``,
+    or ``type`` + ``convert`` for a field given on the command line as a simpler value)."""
+    return {"help": help, **cli}
 
-TINY_DEMO_ENV: dict[str, dict[str, Any]] = {
-    "arith": {
-        "num_steps": 1,
-        "max_operand": 5,
-        "operations": "+",
-        "word_problems": False,
-        "proximity_weight": 0.0,
-    },
-}
-"""Env settings of the tiny-model demo (``--env-arg`` still wins): ``a + b`` with a, b in 1..5,
-no shaped proximity reward (it pays the most common answer whatever the question, so the model
-collapses onto one answer). The env's own defaults (two-step word problems up to 20) stay: the
-2-layer, 64-wide model's accuracy on them barely moves (0.00 -> 0.02 over 150 steps)."""
+
+def lora_of_rank(r: int) -> LoraSettings | None:
+    """``--lora-r R``: a LoRA adapter of rank R with the other settings' defaults; 0: none."""
+    return LoraSettings(r=r) if r else None
 
 
 @dataclass(frozen=True)
@@ -72,6 +53,11 @@ class LoraSettings:
 @dataclass(frozen=True)
 class RunConfig:
     """A GRPO run, independent of the backend that executes it.
+
+    Every field's help text is its ``metadata["help"]``; ``rlvr-gym train``'s flags are made
+    from these fields (see :mod:`rlvr_gym.trainers.flags`), so the CLI and the Python API share
+    one set of defaults. ``env_id`` names the env once: ``train(env, config)`` refuses a config
+    that names another env than ``env``; ``output_dir=None`` is ``runs/<env id>``.
 
     ``model=None`` means the tiny offline model built for the env (see ``rlvr-gym tiny-model``);
     ``warm_start_steps`` runs that many supervised steps on the env's reference answers before
@@ -95,42 +81,88 @@ class RunConfig:
     cluster ``ray start`` left here), for GPU hosts whose CPUs cannot keep up with scoring.
     """
 
-    model: str | None = None
-    env_id: str = "arith"
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    num_generations: int = 4
-    prompts_per_step: int = 4
-    gradient_accumulation_steps: int = 1
-    max_prompt_length: int = 512
-    max_completion_length: int = 64
-    temperature: float = 1.0
-    learning_rate: float = 1e-5
-    beta: float = 0.0
-    epsilon: float = 0.2
-    epsilon_high: float | None = None
-    loss_type: LossType = "dapo"
-    scale_rewards: ScaleRewards = "group"
-    lora: LoraSettings | None = None
-    liger_loss: bool = False
-    chunked_logps: bool = True
-    logps_token_chunk: int = 1024
-    logps_vocab_chunk: int = 8192
-    gradient_checkpointing: bool = True
-    offload_activations: bool = True
-    max_steps: int = 100
-    warm_start_steps: int = 0
-    warm_start_learning_rate: float = 3e-3
-    seed: int = 0
-    output_dir: str = "runs/grpo"
-    logging_steps: int = 1
-    save_steps: int = 25
-    keep_checkpoints: int = 2
-    report_to: tuple[str, ...] = ()
-    verify_timeout_s: float = 60.0
-    verbose: bool = False
-    rollout_log_steps: int = 10
-    scoring: str = "local"
-    ray_address: str | None = None
+    model: str | None = field(
+        default=None, metadata=about("HF model path or hub id (default: the tiny offline model)")
+    )
+    env_id: str | None = field(
+        default=None,
+        metadata=about("registered env id", flag="--env", metavar="ID"),
+    )
+    env_kwargs: dict[str, Any] = field(
+        default_factory=dict,
+        metadata=about(
+            "env keyword argument, value parsed as JSON (repeatable)", flag="--env-arg", metavar="KEY=VALUE"
+        ),
+    )
+    num_generations: int = field(default=4, metadata=about("completions per prompt (group size)"))
+    prompts_per_step: int = field(default=4, metadata=about("prompts per optimizer step"))
+    gradient_accumulation_steps: int = field(default=1, metadata=about("micro-batches per optimizer step"))
+    max_prompt_length: int = field(default=512, metadata=about("prompt tokens kept (left-truncated)"))
+    max_completion_length: int = field(default=64, metadata=about("tokens generated per completion"))
+    temperature: float = field(default=1.0, metadata=about("sampling temperature"))
+    learning_rate: float = field(default=1e-6, metadata=about("AdamW learning rate (TRL's GRPO default)"))
+    beta: float = field(default=0.0, metadata=about("KL coefficient against the reference model"))
+    epsilon: float = field(default=0.2, metadata=about("lower clip range of the policy ratio"))
+    epsilon_high: float | None = field(
+        default=None, metadata=about("upper clip range (default: epsilon; DAPO uses 0.28)")
+    )
+    loss_type: LossType = field(default="dapo", metadata=about("loss normalisation"))
+    scale_rewards: ScaleRewards = field(default="group", metadata=about("advantage scaling"))
+    lora: LoraSettings | None = field(
+        default=None,
+        metadata=about(
+            "train a LoRA adapter of this rank (0: full fine-tune)",
+            flag="--lora-r",
+            type=int,
+            convert=lora_of_rank,
+        ),
+    )
+    liger_loss: bool = field(default=False, metadata=about("use Liger's chunked GRPO loss"))
+    chunked_logps: bool = field(default=True, metadata=about("score completion tokens in tiles of logits"))
+    logps_token_chunk: int = field(default=1024, metadata=about("tokens per log-prob tile"))
+    logps_vocab_chunk: int = field(default=8192, metadata=about("vocabulary entries per log-prob tile"))
+    gradient_checkpointing: bool = field(
+        default=True, metadata=about("recompute layer activations in backward")
+    )
+    offload_activations: bool = field(
+        default=True, metadata=about("keep activations saved for backward in CPU memory (GPU only)")
+    )
+    max_steps: int = field(default=100, metadata=about("GRPO optimizer steps"))
+    warm_start_steps: int = field(default=0, metadata=about("supervised steps on reference answers first"))
+    warm_start_learning_rate: float = field(default=3e-3, metadata=about("learning rate of the warm start"))
+    seed: int = field(default=0, metadata=about("seed of data order, sampling and the tiny model"))
+    output_dir: str | None = field(default=None, metadata=about("run folder (default: runs/ENV)"))
+    logging_steps: int = field(default=1, metadata=about("log metrics every N steps"))
+    save_steps: int = field(default=25, metadata=about("save a checkpoint every N steps"))
+    keep_checkpoints: int = field(
+        default=2, metadata=about("checkpoints kept on disk beside final/ (0: all)")
+    )
+    report_to: tuple[str, ...] = field(
+        default=(),
+        metadata=about(
+            "trackers to log to (tensorboard needs rlvr-gym[tensorboard], wandb rlvr-gym[wandb])",
+            choices=(*TRACKERS, "none"),
+        ),
+    )
+    verify_timeout_s: float = field(default=60.0, metadata=about("wall-clock budget of one batch's scoring"))
+    verbose: bool = field(
+        default=False, metadata=about("print the raw per-step log dict and the libraries' own bars")
+    )
+    rollout_log_steps: int = field(
+        default=10,
+        metadata=about("every N steps, append one group's rollouts to OUTPUT_DIR/rollouts.jsonl (0: off)"),
+    )
+    scoring: Scoring = field(
+        default="local",
+        metadata=about("where completions are scored: this host, or Ray actors on a cluster's CPU nodes"),
+    )
+    ray_address: str | None = field(
+        default=None,
+        metadata=about(
+            "--scoring ray: the cluster's head (default: RAY_ADDRESS or the cluster `ray start` left here)",
+            metavar="HOST:PORT",
+        ),
+    )
 
     def __post_init__(self) -> None:
         positive = (
@@ -203,6 +235,12 @@ class RunConfig:
     def completions_per_step(self) -> int:
         """Completions generated per optimizer step (prompts × group size)."""
         return self.prompts_per_step * self.num_generations
+
+    def for_env(self, env_id: str) -> RunConfig:
+        """This config for a run of ``env_id``: names the env and, unless set, the run folder
+        ``runs/<env id>`` — what ``train`` and the backends do before anything is written."""
+        output_dir = self.output_dir or f"runs/{env_id.replace('/', '_')}"
+        return self.replace(env_id=self.env_id or env_id, output_dir=output_dir)
 
     def replace(self, **changes: Any) -> RunConfig:
         return dataclasses.replace(self, **changes)

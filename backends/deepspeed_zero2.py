@@ -17,14 +17,14 @@ import os
 import shutil
 import socket
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rlvr_gym.backends import trl as trl_backend
-from rlvr_gym.backends.config import LoraSettings, RunConfig
+from rlvr_gym.backends.config import LoraSettings, RunConfig, about
 from rlvr_gym.backends.console import announce
-from rlvr_gym.backends.engine.launch import LaunchSpec, is_worker, run, worker_main, write_job
-from rlvr_gym.backends.metrics import plot_rewards, read_metrics
+from rlvr_gym.backends.engine.launch import LaunchSpec, is_worker, run_or_launch, worker_main
 from rlvr_gym.backends.protocol import RunResult
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
@@ -45,6 +45,20 @@ MICRO_BATCH = 1
 MAX_GRAD_NORM = 1.0
 
 
+@dataclass(frozen=True)
+class Options:
+    """This backend's options (``train``'s keywords; ``--backend deepspeed-zero2`` flags)."""
+
+    launch: LaunchSpec = field(default_factory=LaunchSpec, metadata=about("processes and rendezvous"))
+    micro_batch_size: int | None = field(
+        default=None, metadata=about("completions per forward pass (default: the whole step's)")
+    )
+    offload: bool = field(default=True, metadata=about("keep the optimizer states in CPU memory"))
+    timeout_s: float | None = field(
+        default=None, metadata=about("stop a launched run after this many seconds", flag="--launch-timeout-s")
+    )
+
+
 def available(**_options: Any) -> tuple[bool, str]:
     """Whether DeepSpeed can run here: the trl stack, deepspeed, and a C++ compiler for its ops."""
     missing = [name for name in REQUIRED if importlib.util.find_spec(name) is None]
@@ -55,7 +69,7 @@ def available(**_options: Any) -> tuple[bool, str]:
     if importlib.util.find_spec("ninja") is None and not shutil.which("ninja"):
         return False, "ninja is missing: torch builds DeepSpeed's ops with it (pip install ninja)"
     return True, "DeepSpeed ZeRO-2, optimizer offloaded to CPU, " + (
-        "on CUDA" if trl_backend._cuda() else "on CPU (gloo)"
+        "on CUDA" if trl_backend.cuda_available() else "on CPU (gloo)"
     )
 
 
@@ -63,7 +77,7 @@ def zero2_config(*, offload: bool = True, pin_memory: bool | None = None) -> dic
     """The DeepSpeed config; ``"auto"`` values are filled by transformers from the TRL arguments
     (batch sizes, accumulation, clipping, lr, bf16), so the two can never disagree."""
     if pin_memory is None:
-        pin_memory = trl_backend._cuda()  # pinned host memory only helps (and only exists) with CUDA
+        pin_memory = trl_backend.cuda_available()  # pinned host memory only helps (and only exists) with CUDA
     zero: dict[str, Any] = {
         "stage": 2,
         "allgather_partitions": True,
@@ -136,6 +150,7 @@ def train(
     ok, why = available()
     if not ok:
         raise NotAvailable(f"deepspeed-zero2 backend unavailable: {why}")
+    config = config.for_env(env.id)  # a run folder even when called without trainers.train
     launch = launch or LaunchSpec()
     overrides = {
         **training_overrides(config, micro_batch_size=micro_batch_size, offload=offload),
@@ -147,27 +162,18 @@ def train(
             f"first DeepSpeed run here: compiling its cpu_adam op once into {ops} "
             "(about 2-5 minutes on a CPU; later runs reuse it)"
         )
-    if launch.in_process or is_worker():
-        return _train_here(env, config, model=model, resume=resume, overrides=overrides)
-    output_dir = Path(config.output_dir)
-    job = write_job(
-        output_dir / "launch", env=env, config=config, model=model, resume=resume, overrides=overrides
+    return run_or_launch(
+        _train_here,
+        __name__,
+        launch,
+        in_process=launch.in_process,
+        env=env,
+        config=config,
+        model=model,
+        resume=resume,
+        overrides=overrides,
+        timeout_s=timeout_s,
     )
-    try:
-        run(launch.command(__name__, ["--job", str(job)]), timeout_s=timeout_s)
-    finally:
-        job.unlink(missing_ok=True)
-    evidence = json.loads(
-        (output_dir / EVIDENCE.format(rank=launch.machine_rank * launch.num_processes)).read_text()
-    )
-    return RunResult(
-        output_dir, output_dir / "final", evidence["global_step"], read_metrics(output_dir), _plot(output_dir)
-    )
-
-
-def _plot(output_dir: Path) -> Path | None:
-    path = output_dir / "reward_curve.png"
-    return path if path.is_file() else plot_rewards(output_dir)
 
 
 def _train_here(
@@ -176,7 +182,7 @@ def _train_here(
     try:
         with _single_rank_environment():
             return trl_backend.train(
-                # trl's train layers Liger and the memory path on top: see trainer_class().
+                # trl's train layers Liger and the memory path on top (trainer_class_for).
                 env,
                 config,
                 model=model,
@@ -220,12 +226,6 @@ def _single_rank_environment() -> Iterator[None]:
         os.environ.update(saved)
 
 
-def trainer_class(config: RunConfig) -> type:
-    """The class a ZeRO-2 run trains with: the evidence recorder under the shared layering of
-    :func:`rlvr_gym.backends.trl.trainer_class_for` (Liger's loss, the memory path)."""
-    return trl_backend.trainer_class_for(config, evidence_trainer())
-
-
 def evidence_trainer(base: Any = None) -> Any:
     """A ``GRPOTrainer`` (or ``base``) subclass that records where ZeRO's optimizer state lives."""
     from trl import GRPOTrainer
@@ -234,7 +234,6 @@ def evidence_trainer(base: Any = None) -> Any:
         def train(self, *args, **kwargs):
             output = super().train(*args, **kwargs)
             record = optimizer_evidence(self.model_wrapped)
-            record["global_step"] = self.state.global_step
             path = Path(self.args.output_dir) / EVIDENCE.format(rank=self.args.process_index)
             path.write_text(json.dumps(record, indent=2) + "\n")
             return output

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from rlvr_gym.backends import trl as trl_backend
-from rlvr_gym.backends.config import RunConfig
-from rlvr_gym.backends.engine.launch import LaunchSpec, is_worker, run, worker_main, write_job
+from rlvr_gym.backends.config import RunConfig, about
+from rlvr_gym.backends.engine.launch import LaunchSpec, is_worker, run_or_launch, worker_main
 from rlvr_gym.backends.engine.vllm_server import VLLMServer, trl_vllm_serve_command
-from rlvr_gym.backends.metrics import plot_rewards, read_metrics
 from rlvr_gym.backends.protocol import RunResult
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument, NotAvailable
@@ -33,6 +33,23 @@ NAME = "fsdp-vllm"
 Mode = Literal["server", "colocate"]
 Generation = Literal["vllm", "transformers"]
 GENERATIONS = ("vllm", "transformers")
+
+
+@dataclass(frozen=True)
+class Options:
+    """This backend's options (``train``'s keywords; ``--backend fsdp-vllm`` flags)."""
+
+    mode: Mode = field(default="server", metadata=about("where vLLM generates", flag="--vllm-mode"))
+    generation: Generation = field(default="vllm", metadata=about("vLLM, or transformers' generate"))
+    vllm_gpus: int = field(default=1, metadata=about("GPUs given to the vLLM server (server mode)"))
+    port: int = field(default=8000, metadata=about("the vLLM server's port", flag="--vllm-port"))
+    launch: LaunchSpec | None = field(
+        default=None, metadata=about("ranks (default: one per training GPU)", flag=None)
+    )
+    server_startup_timeout_s: float = field(
+        default=900.0,
+        metadata=about("how long the vLLM server may take to start", flag="--vllm-startup-timeout-s"),
+    )
 
 
 def _check_generation(generation: str) -> None:
@@ -136,23 +153,6 @@ def fsdp_overrides(
     return overrides
 
 
-def shard(model: Any, layer_classes: Sequence[str]) -> Any:
-    """FSDP2 ``fully_shard`` on every decoder layer named in ``layer_classes``, then on the root.
-
-    The wrapping accelerate's FSDP2 plugin applies from ``transformer_layer_cls_to_wrap``; here so
-    the wrap plan can be checked with torch alone (gloo on CPU) where accelerate drops FSDP.
-    """
-    from torch.distributed.fsdp import fully_shard
-
-    layers = [m for m in model.modules() if type(m).__name__ in set(layer_classes)]
-    if not layers:
-        raise InvalidArgument(f"no module of classes {list(layer_classes)} in {type(model).__name__}")
-    for layer in layers:
-        fully_shard(layer)
-    fully_shard(model)
-    return model
-
-
 def train(
     env: SingleTurnEnv,
     config: RunConfig,
@@ -172,6 +172,7 @@ def train(
     ok, why = available(mode, generation)
     if not ok:
         raise NotAvailable(f"fsdp-vllm cannot run here: {why}")
+    config = config.for_env(env.id)  # a run folder even when called without trainers.train
     import torch
 
     total = torch.cuda.device_count()
@@ -185,45 +186,37 @@ def train(
         ),
         **trl_overrides,
     }
-    if is_worker():
-        return _train_here(env, config, model=model, resume=resume, overrides=overrides)
-    output_dir = Path(config.output_dir)
-    job = write_job(
-        output_dir / "launch", env=env, config=config, model=model, resume=resume, overrides=overrides
-    )
-    try:
-        if mode == "colocate" or generation == "transformers":
-            spec = launch or LaunchSpec(num_processes=total)
-            run(spec.command(__name__, ["--job", str(job)]))
-        else:
-            if not 1 <= vllm_gpus < total:
-                raise InvalidArgument(
-                    f"vllm_gpus must leave at least one of {total} GPUs for training, got {vllm_gpus}"
-                )
-            train_gpus, serve_gpus = list(range(total - vllm_gpus)), list(range(total - vllm_gpus, total))
-            spec = launch or LaunchSpec(num_processes=len(train_gpus))
-            command = trl_vllm_serve_command(str(model), port=port, data_parallel_size=len(serve_gpus))
-            with VLLMServer(
-                command,
-                port=port,
-                gpus=serve_gpus,
-                startup_timeout_s=server_startup_timeout_s,
-                log_path=output_dir / "vllm-serve.log",
-            ) as server:
-                try:
-                    run(
-                        spec.command(__name__, ["--job", str(job)]),
-                        env={"CUDA_VISIBLE_DEVICES": ",".join(map(str, train_gpus))},
-                    )
-                except RuntimeError as exc:
-                    server.check()  # a dead server is the cause worth reporting
-                    raise exc
-    finally:
-        job.unlink(missing_ok=True)
-    steps = max((row.get("step", 0) for row in read_metrics(output_dir)), default=0)
-    return RunResult(
-        output_dir, output_dir / "final", steps, read_metrics(output_dir), plot_rewards(output_dir)
-    )
+    job = dict(env=env, config=config, model=model, resume=resume, overrides=overrides)
+    if is_worker() or mode == "colocate" or generation == "transformers":
+        # FSDP needs launched ranks even for one GPU: accelerate drops it in a plain process.
+        spec = launch or LaunchSpec(num_processes=total)
+        return run_or_launch(_train_here, __name__, spec, in_process=False, **job)
+    if not 1 <= vllm_gpus < total:
+        raise InvalidArgument(
+            f"vllm_gpus must leave at least one of {total} GPUs for training, got {vllm_gpus}"
+        )
+    train_gpus, serve_gpus = list(range(total - vllm_gpus)), list(range(total - vllm_gpus, total))
+    spec = launch or LaunchSpec(num_processes=len(train_gpus))
+    command = trl_vllm_serve_command(str(model), port=port, data_parallel_size=len(serve_gpus))
+    with VLLMServer(
+        command,
+        port=port,
+        gpus=serve_gpus,
+        startup_timeout_s=server_startup_timeout_s,
+        log_path=Path(config.output_dir) / "vllm-serve.log",
+    ) as server:
+        try:
+            return run_or_launch(
+                _train_here,
+                __name__,
+                spec,
+                in_process=False,
+                launch_env={"CUDA_VISIBLE_DEVICES": ",".join(map(str, train_gpus))},
+                **job,
+            )
+        except RuntimeError as exc:
+            server.check()  # a dead server is the cause worth reporting
+            raise exc
 
 
 def _train_here(

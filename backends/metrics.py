@@ -11,10 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rlvr_gym.backends.protocol import PLOT_FILE
+
 logger = logging.getLogger("rlvr_gym.trainers")
 
 METRICS_FILE = "metrics.jsonl"
-ROLLOUTS_FILE = "rollouts.jsonl"  # training samples (backends) and eval rollouts (trainers) alike
 
 # TRL's log keys -> ours (TRL prefixes with train/ or not depending on version; both are handled).
 RENAMES = {
@@ -238,7 +239,7 @@ def plot_series(
     return path
 
 
-def plot_rewards(run_dir: str | Path, out_name: str = "reward_curve.png") -> Path | None:
+def plot_rewards(run_dir: str | Path, out_name: str = PLOT_FILE) -> Path | None:
     """A PNG of total and per-component reward and accuracy per step; ``None`` without metrics."""
     rows = [r for r in read_metrics(run_dir) if "reward/mean" in r]
     if not rows:

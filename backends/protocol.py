@@ -8,6 +8,8 @@ options as ``train`` so a caller checks exactly the run it is about to start (``
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -28,11 +30,54 @@ class RunResult:
     plot: Path | None = None
 
 
+TRAINER_STATE = "trainer_state.json"  # transformers' own record of a run or a checkpoint
+PLOT_FILE = "reward_curve.png"
+
+
+def steps_done(folder: str | Path) -> int | None:
+    """The optimizer steps a finished run folder or a complete ``checkpoint-N`` holds.
+
+    The one place a step count is read: transformers' ``trainer_state.json`` (``global_step``),
+    the last file the Trainer writes into a checkpoint and the one :func:`write_trainer_state`
+    leaves in a finished run's folder. ``None`` when the folder has none (a run cut short).
+    """
+    path = Path(folder) / TRAINER_STATE
+    try:
+        return int(json.loads(path.read_text())["global_step"])
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def write_trainer_state(state: Any, output_dir: str | Path) -> None:
+    """Leave a finished run's ``TrainerState`` in its folder, atomically (every machine's local
+    rank 0 may write the same content to a shared folder)."""
+    path = Path(output_dir) / TRAINER_STATE
+    tmp = path.with_name(f".{TRAINER_STATE}.{os.getpid()}")
+    state.save_to_json(str(tmp))
+    os.replace(tmp, path)
+
+
+def run_result(output_dir: str | Path) -> RunResult:
+    """What a finished run left in ``output_dir``: every backend builds its result here."""
+    from rlvr_gym.backends.metrics import read_metrics
+    from rlvr_gym.error import MissingPath
+
+    output_dir = Path(output_dir)
+    steps = steps_done(output_dir)
+    if steps is None:
+        raise MissingPath(f"no {TRAINER_STATE} in {output_dir}: the run did not finish there")
+    plot = output_dir / PLOT_FILE
+    return RunResult(
+        output_dir, output_dir / "final", steps, read_metrics(output_dir), plot if plot.is_file() else None
+    )
+
+
 @runtime_checkable
 class Backend(Protocol):
     """A GRPO engine adapter. ``NAME`` is what ``--backend`` and ``backends.get`` accept."""
 
     NAME: str
+    Options: type  # a dataclass: the keyword options ``available`` and ``train`` take
 
     def available(self, **options: Any) -> tuple[bool, str]:
         """``(True, what runs)`` or ``(False, exactly what is missing)``; never raises."""

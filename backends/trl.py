@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +20,13 @@ from rlvr_gym.backends.console import quiet_libraries, use_progress_line
 from rlvr_gym.backends.engine.rewards import EnvRewards
 from rlvr_gym.backends.metrics import (
     OPTIMIZER_FILE,
-    ROLLOUTS_FILE,
     MetricsWriter,
     optimizer_state_summary,
     plot_rewards,
-    read_metrics,
     truncate_metrics,
 )
-from rlvr_gym.backends.protocol import RunResult
+from rlvr_gym.backends.protocol import TRAINER_STATE, RunResult, run_result, steps_done, write_trainer_state
+from rlvr_gym.backends.rollouts import ROLLOUTS_FILE, RolloutLog
 from rlvr_gym.backends.scoring import make_scorer
 from rlvr_gym.backends.trl_adapter import dataset as build_dataset
 from rlvr_gym.backends.trl_adapter import env_rewards
@@ -39,15 +39,22 @@ NAME = "trl"
 REQUIRED = ("torch", "trl", "transformers", "datasets", "accelerate")
 
 
+@dataclass(frozen=True)
+class Options:
+    """The ``trl`` backend's options through ``train(..., backend_options=...)``: none (it runs in
+    this process; ``trainer_class`` and TRL overrides are for the backends built on it)."""
+
+
 def available(**_options: Any) -> tuple[bool, str]:
     """Whether this backend can run here, and if not, exactly what is missing."""
     missing = [name for name in REQUIRED if importlib.util.find_spec(name) is None]
     if missing:
         return False, f"missing packages {missing}: pip install 'rlvr-gym[trl]'"
-    return True, "TRL GRPOTrainer " + ("on CUDA" if _cuda() else "on CPU")
+    return True, "TRL GRPOTrainer " + ("on CUDA" if cuda_available() else "on CPU")
 
 
-def _cuda() -> bool:
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA GPU (the backends built on this one ask the same question)."""
     import torch
 
     return torch.cuda.is_available()
@@ -146,19 +153,12 @@ def metrics_callback(writer: MetricsWriter):
 
 
 def last_checkpoint(output_dir: str | Path) -> Path | None:
-    """The newest *complete* ``checkpoint-N`` (one a kill interrupted mid-save is skipped).
-
-    ``trainer_state.json`` is the last file the Trainer writes into a checkpoint.
-    """
+    """The newest *complete* ``checkpoint-N`` (one a kill interrupted mid-save is skipped: its
+    ``trainer_state.json``, the last file the Trainer writes into it, is missing)."""
     directory = Path(output_dir)
     if not directory.is_dir():
         return None
-    steps = [
-        (int(p.name.rsplit("-", 1)[1]), p)
-        for p in directory.glob("checkpoint-*")
-        if p.name.rsplit("-", 1)[1].isdigit()
-    ]
-    complete = [(step, p) for step, p in steps if (p / "trainer_state.json").is_file()]
+    complete = [(step, p) for p in directory.glob("checkpoint-*") if (step := steps_done(p)) is not None]
     return max(complete)[1] if complete else None
 
 
@@ -202,6 +202,7 @@ def train(
     ok, why = available()
     if not ok:
         raise NotAvailable(f"trl backend unavailable: {why}")
+    config = config.for_env(env.id)  # a run folder even when called without trainers.train
     from transformers import AutoTokenizer
 
     check_trackers(config.report_to)
@@ -238,15 +239,18 @@ def train(
         callbacks=[metrics_callback(writer)],
     )
     # The run's shared files belong to one process: in a multi-process run every rank executes
-    # this function on the same folder, and only rank 0 logs metrics.
+    # this function on the same folder, and only rank 0 logs metrics and rollouts.
     main = trainer.is_world_process_zero()
+    if not main:
+        rewards.rollout_log = None
     if main and checkpoint is not None:
-        step = int(checkpoint.name.rsplit("-", 1)[-1])
+        step = steps_done(checkpoint)
         truncate_metrics(output_dir, step)
-        truncate_metrics(output_dir, step, ROLLOUTS_FILE)
+        with RolloutLog(output_dir / ROLLOUTS_FILE, duplicates="skip") as rollouts:
+            rollouts.truncate(step)
     elif main:
-        writer.path.unlink(missing_ok=True)
-        (output_dir / ROLLOUTS_FILE).unlink(missing_ok=True)
+        for name in (writer.path.name, ROLLOUTS_FILE, TRAINER_STATE):
+            (output_dir / name).unlink(missing_ok=True)
     if not config.verbose:
         use_progress_line(trainer)
     try:
@@ -255,8 +259,10 @@ def train(
         rewards.close()
     model_dir = output_dir / "final"
     trainer.save_model(str(model_dir))  # every rank: FSDP/ZeRO gather the weights collectively
-    plot = None
     if main:
         tokenizer.save_pretrained(str(model_dir))
-        plot = plot_rewards(output_dir)
-    return RunResult(output_dir, model_dir, trainer.state.global_step, read_metrics(output_dir), plot)
+        plot_rewards(output_dir)
+    if trainer.is_local_process_zero():  # every machine's folder records how far the run got
+        write_trainer_state(trainer.state, output_dir)
+    trainer.accelerator.wait_for_everyone()
+    return run_result(output_dir)

@@ -173,7 +173,7 @@ def test_an_unpicklable_env_is_refused_before_launch_with_the_fix(tmp_path):
 def test_cli_passes_launch_settings_only_to_the_multi_process_backend(capsys):
     import argparse
 
-    from rlvr_gym.trainers.cli import backend_options, build_parser, main
+    from rlvr_gym.trainers.cli import CliError, backend_options, build_parser, main
 
     args = build_parser().parse_args(
         [
@@ -201,7 +201,10 @@ def test_cli_passes_launch_settings_only_to_the_multi_process_backend(capsys):
         "10.0.0.2",
         "accelerate",
     )
-    assert backend_options(argparse.Namespace(**{**vars(args), "backend": "fsdp-vllm"})) == {"mode": "server"}
+    with pytest.raises(
+        CliError, match="--num-processes.* apply to --backend deepspeed-zero2, not 'fsdp-vllm'"
+    ):
+        backend_options(argparse.Namespace(**{**vars(args), "backend": "fsdp-vllm"}))
     assert main(["train", "--env", "arith", "--backend", "trl", "--num-processes", "2"]) == 2
     assert "--num-processes" in capsys.readouterr().err
 

@@ -8,9 +8,10 @@ import shutil
 
 import pytest
 
-from rlvr_gym.backends.config import TINY_DEMO_ENV, RunConfig
+from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.error import InvalidArgument
 from rlvr_gym.trainers.cli import main
+from rlvr_gym.trainers.demo import TINY_DEMO_ENV
 from rlvr_gym.trainers.run_dir import eval_env
 
 SETTINGS = TINY_DEMO_ENV["arith"]

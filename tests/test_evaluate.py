@@ -16,9 +16,9 @@ import pytest
 pytest.importorskip("transformers", reason="evaluate needs rlvr-gym[trl]")
 
 from rlvr_gym import envs
+from rlvr_gym.backends.rollouts import RolloutLog, read_rollouts
 from rlvr_gym.trainers.cli import main
 from rlvr_gym.trainers.evaluate import evaluate, make_sampler, vllm_available
-from rlvr_gym.trainers.rollouts import RolloutLog, read_rollouts
 from rlvr_gym.trainers.tiny_model import build_tiny_model
 from rlvr_gym.trainers.warm_start import warm_start
 
@@ -209,7 +209,7 @@ def test_a_torn_last_line_is_trimmed_on_resume(tmp_path):
     whole = {"split": "test", "index": 0, "sample": 0, "completion": "x", "verdict": {}}
     path.write_text(json.dumps(whole) + "\n" + '{"split": "test", "ind')
     with RolloutLog(path) as log:
-        assert ("test", 0, 0) in log and len(log.rows) == 1
+        assert (None, "test", 0, 0) in log and len(log.rows) == 1
         log.append({**whole, "sample": 1})
         with pytest.raises(ValueError, match="already"):
             log.append(whole)

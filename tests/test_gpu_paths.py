@@ -1,6 +1,7 @@
 """The GPU paths' arguments, decided and checked on a CPU: each test here failed on the code a
-reading found wrong (issue 17). The checks transformers and accelerate run only with CUDA are
-replayed on the real argument objects they would receive."""
+reading found wrong (issue 17). The check transformers runs only once accelerate enables FSDP
+(CUDA) is called for real by the CUDA test below, not replayed here; on a CPU the tests assert
+our own contract on the argument objects transformers would receive."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.backends.engine.rewards import EnvRewards
 from rlvr_gym.error import InvalidArgument, NotAvailable
 from rlvr_gym.trainers.tiny_model import build_tiny_model
-from tests.torchrun_support import run_two_ranks
+from tests.torchrun_support import run_ranks, run_two_ranks
 
 ROOT = Path(__file__).resolve().parents[1]
 ON_CPU = not torch.cuda.is_available()
@@ -39,14 +40,6 @@ def rewards():
     handle.close()
 
 
-def transformers_fsdp_conflict(args) -> bool:
-    """The condition ``Trainer.create_accelerator_and_postprocess`` raises on once FSDP is on (CUDA)."""
-    from accelerate.utils import FullyShardedDataParallelPlugin
-
-    plugin = FullyShardedDataParallelPlugin(**args.fsdp_plugin_args)
-    return bool(plugin.activation_checkpointing and args.gradient_checkpointing)
-
-
 @pytest.mark.parametrize("generation", ["vllm", "transformers"])
 @pytest.mark.parametrize("checkpointing", [True, False])
 def test_fsdp_arguments_never_set_both_checkpointings(
@@ -60,8 +53,7 @@ def test_fsdp_arguments_never_set_both_checkpointings(
         activation_checkpointing=config.gradient_checkpointing,
     )
     args = trl_backend.trl_config(config, rewards, **overrides)
-    assert not transformers_fsdp_conflict(args)
-    # The run's choice survives as FSDP's own activation checkpointing.
+    # The run's choice survives as FSDP's own activation checkpointing, never as both.
     assert args.fsdp_plugin_args["activation_checkpointing"] is checkpointing
     assert args.gradient_checkpointing is False
 
@@ -70,7 +62,20 @@ def test_fsdp_default_overrides_on_the_default_config_do_not_conflict(tiny_model
     # What the code did before: the default config (gradient_checkpointing=True) + default overrides.
     config = RunConfig(model=str(tiny_model), output_dir=str(tmp_path))
     args = trl_backend.trl_config(config, rewards, **fsdp_vllm.fsdp_overrides(tiny_model, mode="colocate"))
-    assert not transformers_fsdp_conflict(args)
+    assert args.gradient_checkpointing is False and args.fsdp_plugin_args["activation_checkpointing"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    ON_CPU, reason="transformers checks FSDP arguments only once accelerate enables FSDP (CUDA)"
+)
+def test_transformers_own_fsdp_check_accepts_our_arguments(tmp_path, tiny_model):
+    """Build the real GRPOTrainer under FSDP in one launched rank: transformers' own check
+    (``Trainer.create_accelerator_and_postprocess``) runs on our arguments and accepts them, and
+    refuses the same arguments with ``gradient_checkpointing`` forced on — so the check was live."""
+    (rank,) = run_ranks(Path(__file__).with_name("fsdp_check_worker.py"), str(tiny_model), out=tmp_path, n=1)
+    assert rank["ours"] == "accepted", rank
+    assert "can't be set to True simultaneously" in rank["both"], rank
 
 
 def test_fsdp_with_transformers_generation_needs_no_vllm(tiny_model, tmp_path, rewards):
@@ -112,9 +117,16 @@ def test_deepspeed_layers_its_trainer_through_the_shared_trainer_class_for():
     pytest.importorskip("liger_kernel", reason="needs rlvr-gym[liger]")
     from rlvr_gym.backends import deepspeed_zero2
 
-    names = [c.__name__ for c in deepspeed_zero2.trainer_class(RunConfig(liger_loss=True)).__mro__]
+    # The class the trl backend builds for a ZeRO-2 run (deepspeed passes its evidence trainer as base).
+    def built(config):
+        return [
+            c.__name__
+            for c in trl_backend.trainer_class_for(config, deepspeed_zero2.evidence_trainer()).__mro__
+        ]
+
+    names = built(RunConfig(liger_loss=True))
     assert "LigerGRPOTrainer" in names and "ZeRO2Trainer" in names and "GRPOTrainer" in names
-    assert "LigerGRPOTrainer" not in [c.__name__ for c in deepspeed_zero2.trainer_class(RunConfig()).__mro__]
+    assert "LigerGRPOTrainer" not in built(RunConfig())
     # No second, private layering of Liger in the backend.
     source = Path(deepspeed_zero2.__file__).read_text()
     named = {
@@ -140,7 +152,7 @@ def test_train_records_the_env_object_it_trains_not_the_default_id(tmp_path, tin
             save_steps=100,
             output_dir=str(tmp_path / "run"),
         )
-        assert config.env_id == "arith"
+        assert config.env_id is None  # named once: by the env object given to train()
         train(env, config, backend="trl")
     finally:
         envs.deregister("arith-copy-17")

@@ -6,7 +6,8 @@ import pytest
 
 pytest.importorskip("trl", reason="needs rlvr-gym[trl]")
 
-from rlvr_gym.backends.config import TINY_DEMO, TINY_DEMO_ENV, RunConfig
+from rlvr_gym.backends.config import RunConfig
+from rlvr_gym.trainers.demo import TINY_DEMO, TINY_DEMO_ENV
 from rlvr_gym.trainers.train import train
 
 # From runs of exactly this configuration (seeds 0, 1, 2 on a 2-core CPU, one torch thread), the

@@ -141,9 +141,10 @@ def test_page_renders_in_headless_chromium(tmp_path):
 def write_trained_run(run_dir: Path) -> Path:
     """A tiny-model demo run as train leaves it: config.json (model None, arith with proximity
     weight 0), audit.json, 100 noisy metric rows and training rollouts every 10 steps."""
-    from rlvr_gym.backends.config import TINY_DEMO, TINY_DEMO_ENV, RunConfig
+    from rlvr_gym.backends.config import RunConfig
     from rlvr_gym.envs import make
     from rlvr_gym.envs.audit import fast_audit
+    from rlvr_gym.trainers.demo import TINY_DEMO, TINY_DEMO_ENV
 
     run_dir.mkdir(parents=True)
     config = RunConfig(
@@ -162,6 +163,7 @@ def write_trained_run(run_dir: Path) -> Path:
         for step in range(1, 101)
     ]
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run_dir / "trainer_state.json").write_text(json.dumps({"global_step": 100}))  # a finished run's record
     rollouts = [
         {
             "step": step,

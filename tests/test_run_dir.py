@@ -20,7 +20,7 @@ def fake_run(folder, *, checkpoints=(), final=False, metrics=0):
     RunConfig(output_dir=str(folder)).save(folder / "config.json")
     for step in checkpoints:
         (folder / f"checkpoint-{step}").mkdir()
-        (folder / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+        (folder / f"checkpoint-{step}" / "trainer_state.json").write_text(json.dumps({"global_step": step}))
     if final:
         (folder / "final").mkdir()
         (folder / "final" / "config.json").write_text("{}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -259,7 +260,8 @@ def test_last_checkpoint_skips_one_interrupted_mid_save(tmp_path):
     for step, complete in ((2, True), (4, True), (6, False), (10, False)):
         (tmp_path / f"checkpoint-{step}").mkdir()
         if complete:
-            (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+            state = tmp_path / f"checkpoint-{step}" / "trainer_state.json"
+            state.write_text(json.dumps({"global_step": step}))
     (tmp_path / "checkpoint-tmp").mkdir()
     assert trl_backend.last_checkpoint(tmp_path) == tmp_path / "checkpoint-4"
     assert trl_backend.last_checkpoint(tmp_path / "missing") is None

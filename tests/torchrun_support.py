@@ -20,12 +20,17 @@ def free_port() -> int:
 
 def run_two_ranks(worker: Path, *args: str, out: Path) -> list[dict]:
     """``torchrun --nproc-per-node=2 worker *args out``; each rank writes ``out/rank{r}.json``."""
+    return run_ranks(worker, *args, out=out, n=2)
+
+
+def run_ranks(worker: Path, *args: str, out: Path, n: int) -> list[dict]:
+    """``torchrun --nproc-per-node=n worker *args out``; each rank writes ``out/rank{r}.json``."""
     completed = subprocess.run(
         [
             sys.executable,
             "-m",
             "torch.distributed.run",
-            "--nproc-per-node=2",
+            f"--nproc-per-node={n}",
             f"--master-port={free_port()}",
             str(worker),
             *args,
@@ -38,4 +43,4 @@ def run_two_ranks(worker: Path, *args: str, out: Path) -> list[dict]:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    return [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(n)]

@@ -4,8 +4,9 @@ The run description (:class:`RunConfig`) lives in :mod:`rlvr_gym.backends.config
 layers, and is re-exported here.
 """
 
-from rlvr_gym.backends.config import TINY_DEMO, LoraSettings, RunConfig
+from rlvr_gym.backends.config import LoraSettings, RunConfig
+from rlvr_gym.trainers.demo import TINY_DEMO, demo_config
 from rlvr_gym.trainers.evaluate import evaluate
 from rlvr_gym.trainers.train import train
 
-__all__ = ["TINY_DEMO", "LoraSettings", "RunConfig", "evaluate", "train"]
+__all__ = ["TINY_DEMO", "LoraSettings", "RunConfig", "demo_config", "evaluate", "train"]

@@ -14,9 +14,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rlvr_gym import envs
-from rlvr_gym.backends.scoring import SCORING
+from rlvr_gym import backends, envs
+from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.error import Error
+from rlvr_gym.trainers.flags import add_flags, flags_given, given, parse_env_args
 
 EXIT_ERROR = 2
 EXIT_CHECK_FAILED = 1
@@ -24,20 +25,6 @@ EXIT_CHECK_FAILED = 1
 
 class CliError(Error):
     """A user error: printed as one line, exit code 2."""
-
-
-def parse_env_args(pairs: Sequence[str]) -> dict[str, Any]:
-    """``key=value`` pairs into kwargs; values are JSON when they parse as JSON, else strings."""
-    kwargs: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key.isidentifier():
-            raise CliError(f"--env-arg expects key=value with a Python identifier as key, got {pair!r}")
-        try:
-            kwargs[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            kwargs[key] = raw
-    return kwargs
 
 
 def import_env_modules(names: Sequence[str]) -> list[str]:
@@ -69,19 +56,10 @@ def add_import_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def add_scoring_args(parser: argparse.ArgumentParser) -> None:
-    """``--scoring`` / ``--ray-address``: where verdicts are computed (RunConfig's fields)."""
-    parser.add_argument(
-        "--scoring",
-        choices=SCORING,
-        default="local",
-        help="where completions are scored: this host (local) or Ray actors on a cluster's CPU nodes (ray)",
-    )
-    parser.add_argument(
-        "--ray-address",
-        default=None,
-        metavar="HOST:PORT",
-        help="--scoring ray: the cluster's head (default: RAY_ADDRESS or the cluster `ray start` left here)",
-    )
+    """``--scoring`` / ``--ray-address`` for ``eval`` and ``audit``: RunConfig's own fields (help,
+    choices and defaults from the dataclass), as ``train`` has them."""
+    add_flags(parser, RunConfig, only=("scoring", "ray_address"))
+    parser.set_defaults(scoring=RunConfig.scoring, ray_address=RunConfig.ray_address)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -202,74 +180,58 @@ def cmd_tiny_model(args: argparse.Namespace) -> int:
     return 0
 
 
-def backend_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Launch settings for the multi-process backends; ``trl`` takes none."""
-    launch_given = args.num_processes > 1 or args.num_machines > 1
-    if args.backend == "deepspeed-zero2":
-        from rlvr_gym.backends.engine.launch import LaunchSpec
+def option_dest(name: str) -> str:
+    """Where a backend's option flags land in the namespace (apart from RunConfig's)."""
+    return f"backend:{name}:"
 
-        return {
-            "launch": LaunchSpec(
-                num_processes=args.num_processes,
-                num_machines=args.num_machines,
-                machine_rank=args.machine_rank,
-                main_process_ip=args.main_process_ip,
-                main_process_port=args.main_process_port,
-                launcher=args.launcher,
-            )
-        }
-    if args.backend == "fsdp-vllm":
-        return {"mode": args.vllm_mode}
-    if launch_given:
-        raise CliError(f"--num-processes/--num-machines need --backend deepspeed-zero2, not {args.backend!r}")
-    return {}
+
+def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The typed options of the chosen backend from its flags; another backend's flag is an error."""
+    chosen = args.backend
+    options: dict[str, Any] = {}
+    for name in option_backends():
+        typed = flags_given(args, backends.get(name).Options, dest=option_dest(name))
+        if typed and backends.BACKENDS.get(chosen) != backends.BACKENDS[name]:  # "fsdp" is fsdp-vllm
+            raise CliError(f"{', '.join(typed)} apply to --backend {name}, not {chosen!r}")
+        if typed:
+            options = given(args, backends.get(name).Options, dest=option_dest(name))
+    return options
+
+
+def option_backends() -> list[str]:
+    """Backend names with options of their own (an alias such as ``fsdp`` shares its module's)."""
+    seen: dict[str, str] = {}
+    for name, module in backends.BACKENDS.items():
+        seen.setdefault(module, name)
+    return list(seen.values())
+
+
+def run_config(args: argparse.Namespace) -> RunConfig:
+    """The RunConfig ``rlvr-gym train`` runs: the flags typed, RunConfig's defaults for the rest —
+    exactly ``RunConfig(**those flags)``. Without ``--model`` it is the tiny-model demo instead
+    (:func:`rlvr_gym.trainers.demo.demo_config`), the flags typed still winning."""
+    from rlvr_gym.trainers.demo import demo_config
+
+    fields = given(args, RunConfig)
+    if "model" in fields:
+        return RunConfig(**fields)
+    return demo_config(fields.pop("env_id"), **fields)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Run GRPO on an env; metrics, checkpoints, the model and a reward plot go to --output-dir."""
-    from rlvr_gym.backends.config import TINY_DEMO, TINY_DEMO_ENV, LoraSettings, RunConfig
     from rlvr_gym.trainers.train import train
 
-    # Without --model the tiny offline model trains under the demo settings; flags still win.
-    defaults = TINY_DEMO if args.model is None else {"warm_start_steps": 0, "learning_rate": 1e-6}
-    given = {
-        "max_steps": args.max_steps,
-        "num_generations": args.num_generations,
-        "prompts_per_step": args.prompts_per_step,
-        "max_completion_length": args.max_completion_length,
-        "learning_rate": args.learning_rate,
-        "warm_start_steps": args.warm_start_steps,
-        "beta": args.beta,
-    }
-    config = RunConfig(
-        model=args.model,
-        env_id=args.env,
-        env_kwargs={
-            **(TINY_DEMO_ENV.get(args.env, {}) if args.model is None else {}),
-            **parse_env_args(args.env_arg),
-        },
-        output_dir=args.output_dir or f"runs/{args.env.replace('/', '_')}",
-        lora=LoraSettings(r=args.lora_r) if args.lora_r else None,
-        liger_loss=args.liger_loss,
-        save_steps=args.save_steps,
-        keep_checkpoints=args.keep_checkpoints,
-        seed=args.seed,
-        verbose=args.verbose,
-        report_to=tuple(args.report_to or ()),
-        rollout_log_steps=args.rollout_log_steps,
-        scoring=args.scoring,
-        ray_address=args.ray_address,
-        **{**defaults, **{k: v for k, v in given.items() if v is not None}},
-    )
+    options = backend_options(args)
+    config = run_config(args)
     if args.no_audit:
         print("note: --no-audit: the reward-hack audit is skipped")
     result = train(
-        config.env_id,
-        config,
+        config=config,
         backend=args.backend,
         resume=args.resume,
         overwrite=args.overwrite,
-        backend_options=backend_options(args),
+        backend_options=options,
         audit=not args.no_audit,
     )
     rows = [r for r in result.metrics if "reward/mean" in r]
@@ -370,22 +332,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Print the memory plan per backend for --model on this (or the described) hardware, and the pick."""
-    from rlvr_gym.backends.config import LoraSettings, RunConfig
     from rlvr_gym.backends.planning.choice import NoBackendFits, choose, render, workload_for
     from rlvr_gym.backends.planning.hardware import GIB, Hardware, detect
     from rlvr_gym.backends.planning.memory_plan import load_shape
 
-    env = envs.make(args.env, **parse_env_args(args.env_arg))
-    config = RunConfig(
-        model=args.model,
-        env_id=args.env,
-        num_generations=args.num_generations,
-        prompts_per_step=args.prompts_per_step,
-        max_prompt_length=args.max_prompt_length,
-        max_completion_length=args.max_completion_length,
-        lora=LoraSettings(r=args.lora_r) if args.lora_r else None,
-        beta=args.beta,
-    )
+    config = RunConfig(**{"env_id": "arith", **given(args, RunConfig)})
+    env = envs.make(config.env_id, **config.env_kwargs)
     here = detect()
     hardware = Hardware(
         gpus=here.gpus if args.gpus is None else args.gpus,
@@ -396,7 +348,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     )
     print(f"env: {env}")
     try:
-        choice = choose(load_shape(args.model), hardware, workload_for(config))
+        choice = choose(load_shape(config.model), hardware, workload_for(config))
     except NoBackendFits as exc:
         raise CliError(str(exc)) from exc
     print(render(choice))
@@ -410,8 +362,23 @@ def add_env_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+PLAN_FIELDS = (
+    "model",
+    "env_id",
+    "env_kwargs",
+    "num_generations",
+    "prompts_per_step",
+    "max_prompt_length",
+    "max_completion_length",
+    "lora",
+    "beta",
+)
+"""The RunConfig fields a memory plan depends on (``rlvr-gym plan`` takes these flags)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from rlvr_gym.backends.config import RunConfig
+    """The whole ``rlvr-gym`` parser; importing and calling it has no side effects (the docs
+    render it with sphinx-argparse: ``:module: rlvr_gym.trainers.cli`` ``:func: build_parser``)."""
     from rlvr_gym.verifiers.audit import MAX_REWARD  # the audit's documented threshold
 
     parser = argparse.ArgumentParser(prog="rlvr-gym", description="Verifiable-reward environments for GRPO.")
@@ -458,83 +425,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_tiny_model)
 
     p = sub.add_parser("plan", help="memory plan per backend and the backend it leads to")
-    p.add_argument("--model", required=True, help="model folder, config.json or cached hub id")
-    p.add_argument("--env", default="arith", metavar="ID")
-    add_env_arg(p)
+    add_flags(p, RunConfig, only=PLAN_FIELDS, required=("model",))
     p.add_argument("--gpus", type=int, default=None, help="plan for this many GPUs (default: this machine)")
     p.add_argument("--gpu-memory-gib", type=float, default=None, help="memory per GPU (default: detected)")
     p.add_argument("--cpu-memory-gib", type=float, default=None, help="host RAM (default: detected)")
     p.add_argument("--bf16", action="store_true", help="the GPUs support bf16 (default: detected)")
     p.add_argument("--vllm", action="store_true", help="vllm is installed (default: detected)")
-    p.add_argument("--num-generations", type=int, default=4)
-    p.add_argument("--prompts-per-step", type=int, default=4)
-    p.add_argument("--max-prompt-length", type=int, default=256)
-    p.add_argument("--max-completion-length", type=int, default=256)
-    p.add_argument("--lora-r", type=int, default=0)
-    p.add_argument("--beta", type=float, default=0.0)
     p.set_defaults(run=cmd_plan)
 
-    p = sub.add_parser("train", help="train a model on an env with GRPO")
-    p.add_argument("--env", required=True, metavar="ID")
-    add_env_arg(p)
-    p.add_argument("--model", default=None, help="HF model path or hub id (default: the tiny offline model)")
+    p = sub.add_parser(
+        "train",
+        help="train a model on an env with GRPO",
+        description="Train a model on an env with GRPO. The run flags are RunConfig's fields, with its "
+        "defaults; without --model the tiny-model demo's settings (rlvr_gym.trainers.demo) apply "
+        "instead, the flags given still winning.",
+    )
+    add_flags(p, RunConfig, required=("env_id",))
     p.add_argument("--backend", default="auto", help="training backend (default: chosen from the hardware)")
-    p.add_argument("--max-steps", type=int, default=None)
-    p.add_argument("--output-dir", default=None, help="default runs/ENV")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output-dir")
     p.add_argument(
         "--overwrite", action="store_true", help="remove the run already in --output-dir (all of it) first"
     )
-    p.add_argument("--num-generations", type=int, default=None, help="completions per prompt (group size)")
-    p.add_argument("--prompts-per-step", type=int, default=None)
-    p.add_argument("--max-completion-length", type=int, default=None)
-    p.add_argument("--learning-rate", type=float, default=None)
-    p.add_argument("--beta", type=float, default=None, help="KL coefficient (0 unless the tiny demo's)")
-    p.add_argument(
-        "--warm-start-steps", type=int, default=None, help="supervised steps on reference answers first"
-    )
-    p.add_argument(
-        "--lora-r", type=int, default=0, help="train a LoRA adapter of this rank (0: full fine-tune)"
-    )
-    p.add_argument("--liger-loss", action="store_true", help="use Liger's chunked GRPO loss")
-    p.add_argument("--num-processes", type=int, default=1, help="deepspeed-zero2: processes per machine")
-    p.add_argument("--num-machines", type=int, default=1, help="deepspeed-zero2: machines in the run")
-    p.add_argument("--machine-rank", type=int, default=0, help="deepspeed-zero2: this machine's rank")
-    p.add_argument("--main-process-ip", default="127.0.0.1", help="deepspeed-zero2: rank-0 machine address")
-    p.add_argument("--main-process-port", type=int, default=29500)
-    p.add_argument("--launcher", choices=("torchrun", "accelerate"), default="torchrun")
-    p.add_argument(
-        "--vllm-mode", choices=("server", "colocate"), default="server", help="fsdp-vllm generation"
-    )
-    p.add_argument("--save-steps", type=int, default=25)
-    p.add_argument(
-        "--keep-checkpoints",
-        type=int,
-        default=RunConfig.keep_checkpoints,
-        help=f"keep only the last N checkpoint-* folders beside final/ (0: all; default {RunConfig.keep_checkpoints})",
-    )
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--no-audit", action="store_true", help="skip the fast reward-hack audit that runs before training"
     )
-    p.add_argument(
-        "--report-to",
-        nargs="+",
-        action="extend",
-        choices=("tensorboard", "wandb", "none"),
-        default=None,
-        help="trackers to log to (tensorboard needs rlvr-gym[tensorboard], wandb rlvr-gym[wandb]); default none",
-    )
-    p.add_argument(
-        "--rollout-log-steps",
-        type=int,
-        default=10,
-        help="every N steps, append one group's rollouts to OUTPUT_DIR/rollouts.jsonl (0: off)",
-    )
-    p.add_argument(
-        "--verbose", action="store_true", help="print the raw per-step log dict and the libraries' own bars"
-    )
-    add_scoring_args(p)
+    for name in option_backends():
+        group = p.add_argument_group(f"--backend {name} options")
+        add_flags(group, backends.get(name).Options, dest=option_dest(name))
     add_import_arg(p)
     p.set_defaults(run=cmd_train)
 

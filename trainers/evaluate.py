@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from rlvr_gym import envs
 from rlvr_gym.backends.console import announce
+from rlvr_gym.backends.rollouts import ROLLOUTS_FILE, Rollout, RolloutLog
 from rlvr_gym.backends.scoring import Scorer, check_scoring, make_scorer, scored_by
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.envs.env import Observation
@@ -29,7 +30,6 @@ from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
 from rlvr_gym.trainers import run_dir
 from rlvr_gym.trainers.model_ref import check_model_reference
 from rlvr_gym.trainers.passk import mean_pass_at_k
-from rlvr_gym.trainers.rollouts import ROLLOUTS_FILE, RolloutLog
 
 SUMMARY_FILE = "summary.json"
 SETTINGS_FILE = "eval_settings.json"
@@ -291,9 +291,9 @@ def evaluate(
 
     with RolloutLog(out / ROLLOUTS_FILE) as log, _scorer(env_obj, scoring, ray_address) as scorer:
         verify_batch = scored_by(scorer)
-        todo = [(i, [s for s in range(n) if (split, i, s) not in log]) for i in range(len(tasks))]
+        todo = [(i, [s for s in range(n) if (None, split, i, s) not in log]) for i in range(len(tasks))]
         todo = [(i, samples) for i, samples in todo if samples]
-        resumed = sum(1 for key in log.rows if key[0] == split and key[1] < len(tasks))
+        resumed = sum(1 for _, s, i, _ in log.rows if s == split and i < len(tasks))
         generated = 0
         gen_s = verify_s = 0.0
         load_s = 0.0
@@ -321,22 +321,22 @@ def evaluate(
                 verify_s += time.perf_counter() - t0
                 for (index, sample, prompt, completion), verdict in zip(pending, verdicts, strict=True):
                     log.append(
-                        {
-                            "env": env_id,  # the exact version (gsm8k-v0), even when asked for "gsm8k"
-                            "split": split,
-                            "index": index,
-                            "sample": sample,
-                            "prompt": prompt,
-                            "completion": completion,
-                            "verdict": verdict.to_dict(),
-                        }
+                        Rollout(
+                            env=env_id,  # the exact version (gsm8k-v0), even when asked for "gsm8k"
+                            split=split,
+                            index=index,
+                            sample=sample,
+                            prompt=prompt,
+                            completion=completion,
+                            verdict=verdict.to_dict(),
+                        )
                     )
                     generated += 1
                 bar.update(len(pending))
         finally:
             bar.close()
         wall = time.perf_counter() - started
-        rows = [log.rows[(split, i, s)] for i in range(len(tasks)) for s in range(n)]
+        rows = [log.rows[(None, split, i, s)] for i in range(len(tasks)) for s in range(n)]
 
     summary = {
         **settings,

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_gym.backends.metrics import plot_series, read_metrics, reward_keys
+from rlvr_gym.backends.protocol import steps_done
+from rlvr_gym.backends.rollouts import find_rollout_logs, read_rollouts
 from rlvr_gym.envs.audit import AUDIT_FILE
 from rlvr_gym.error import Error, InvalidArgument, MissingPath
 from rlvr_gym.trainers.evaluate import SUMMARY_FILE
-from rlvr_gym.trainers.rollouts import find_rollout_logs, read_rollouts
 
 REPORT_FILE = "report.html"
 PLOTS_DIR = "plots"
@@ -308,7 +309,12 @@ def headline(run_dir: Path, rows: list[dict[str, Any]], config: dict[str, Any] |
         lines["env"] = f"{config.get('env_id')} with settings {settings}"
     lines["model"] = model_name(run_dir, config)
     planned = f" of {config['max_steps']}" if config and config.get("max_steps") else ""
-    lines["steps"] = f"{rows[-1].get('step')}{planned} ({len(rows)} logged)"
+    steps = steps_done(run_dir)  # the finished run's own count; a run cut short: its last logged step
+    lines["steps"] = (
+        f"{steps}{planned} ({len(rows)} logged)"
+        if steps is not None
+        else f"{rows[-1].get('step')}{planned} ({len(rows)} logged; the run did not finish)"
+    )
     for key, label in (("accuracy", "accuracy"), ("reward/mean", "reward")):
         change = fifths(rows, key)
         if change is not None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from rlvr_gym.backends.protocol import steps_done
 from rlvr_gym.backends.trl import last_checkpoint
 from rlvr_gym.error import InvalidArgument, MissingPath
 
@@ -55,7 +56,7 @@ class RunFolder:
 
     @property
     def checkpoint_step(self) -> int | None:
-        return None if self.checkpoint is None else int(self.checkpoint.name.rsplit("-", 1)[1])
+        return None if self.checkpoint is None else steps_done(self.checkpoint)
 
 
 def read_run_config(folder: Path) -> dict[str, Any] | None:

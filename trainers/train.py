@@ -14,7 +14,7 @@ from rlvr_gym.backends.console import announce, quiet_libraries
 from rlvr_gym.backends.scoring import make_scorer, scored_by
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.envs.audit import AUDIT_FILE, AuditFailed, fast_audit
-from rlvr_gym.error import NotAvailable
+from rlvr_gym.error import InvalidArgument, NotAvailable
 from rlvr_gym.trainers import run_dir
 from rlvr_gym.trainers.model_ref import check_model_reference
 
@@ -24,10 +24,46 @@ TINY_MODEL_DIR = "tiny-model"
 WARM_START_DIR = "warm-start"
 
 
-def resolve_env(env: SingleTurnEnv | str, config: RunConfig) -> SingleTurnEnv:
-    if isinstance(env, SingleTurnEnv):
-        return env
-    return envs.make(env, **config.env_kwargs)
+def resolve_env(env: SingleTurnEnv | str | None, config: RunConfig) -> tuple[SingleTurnEnv, RunConfig]:
+    """The env to train and ``config`` naming it: the env is named once.
+
+    ``env`` (an object or a registered id) or ``config.env_id`` names it; when both do, they
+    must name the same env — a silent winner would train one env while the config (and the
+    run's ``config.json``) says another. ``config.env_kwargs`` build an env named by id; an env
+    object is already built, so kwargs beside it are refused rather than ignored.
+    """
+    if env is None:
+        if config.env_id is None:
+            raise InvalidArgument("no env named: pass train(env, config) or set RunConfig(env_id=...)")
+        env = config.env_id
+    if isinstance(env, str):
+        if config.env_id is not None and not _same_env(config.env_id, env):
+            raise InvalidArgument(
+                f"train() was given env {env!r} but config.env_id is {config.env_id!r}: name the env in one "
+                "place (drop the argument, or config.replace(env_id=...))"
+            )
+        return envs.make(env, **config.env_kwargs), config.for_env(env)
+    if config.env_id is not None and not _same_env(config.env_id, env.id):
+        raise InvalidArgument(
+            f"train() was given an env object of {env.id!r} but config.env_id is {config.env_id!r}: "
+            "name the env in one place"
+        )
+    if config.env_kwargs:
+        raise InvalidArgument(
+            "config.env_kwargs build an env named by id; this env object is already built "
+            f"(pass its id instead, or drop env_kwargs={config.env_kwargs!r})"
+        )
+    return env, config.for_env(env.id)
+
+
+def _same_env(a: str, b: str) -> bool:
+    """Whether two ids name one registered env (``gsm8k`` and ``gsm8k-v0``), or are equal."""
+    if a == b:
+        return True
+    try:
+        return envs.spec(a).id == envs.spec(b).id
+    except envs.RegistryError:
+        return False
 
 
 def recorded_config(env: SingleTurnEnv, config: RunConfig, *, given_object: bool) -> RunConfig:
@@ -92,8 +128,8 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
 
 
 def train(
-    env: SingleTurnEnv | str,
-    config: RunConfig,
+    env: SingleTurnEnv | str | None = None,
+    config: RunConfig | None = None,
     backend: str = "auto",
     *,
     resume: bool = False,
@@ -103,8 +139,11 @@ def train(
 ):
     """Train ``env`` (an env object or a registered id) with GRPO on ``backend``.
 
-    ``backend_options`` go to the backend's ``train`` as keywords (e.g. ``launch=LaunchSpec(...)``
-    for ``deepspeed-zero2``, ``mode="colocate"`` for ``fsdp-vllm``).
+    The env is named once: by ``env``, or by ``config.env_id`` (``train(config=RunConfig(env_id=
+    "arith"))``); naming two different envs is an error, never a silent choice.
+    ``backend_options`` are the fields of the backend's ``Options`` (e.g. ``launch=LaunchSpec(...)``
+    for ``deepspeed-zero2``, ``mode="colocate"`` for ``fsdp-vllm``), given as a dict or the
+    ``Options`` object; an option the backend does not take is refused.
     Returns the backend's ``RunResult`` (output folder, saved model, metrics rows, plot path).
 
     ``config.scoring`` picks where verdicts are computed (``local`` or ``ray``, see
@@ -119,10 +158,16 @@ def train(
     folder holding a finished, stopped or foreign run is refused unless ``resume`` (continue from
     its last checkpoint) or ``overwrite`` (remove that run whole first).
     """
+    config = config or RunConfig()
     given_object = isinstance(env, SingleTurnEnv)
+    env, config = resolve_env(
+        env, config
+    )  # an unknown env id fails here, before --overwrite removes anything
     if config.model is not None:
         check_model_reference(config.model)
-    env = resolve_env(env, config)  # an unknown env id fails here, before an --overwrite removes anything
+    name = backends.auto(config.model, config=config) if backend == "auto" else backend
+    module = backends.get(name)
+    options = backends.options_for(name, backend_options)
     # The scorer is made next: an unreachable Ray cluster, or a node with weaker sandbox walls,
     # is refused here in one line, before the run folder is touched and before any model loads.
     scorer = make_scorer(env, config.scoring, ray_address=config.ray_address)
@@ -147,9 +192,7 @@ def train(
     finally:
         scorer.close()
     config = recorded_config(env, config, given_object=given_object)
-    name = backends.auto(config.model, config=config) if backend == "auto" else backend
-    module = backends.get(name)
-    ok, why = module.available(**(backend_options or {}))
+    ok, why = module.available(**options)
     if not ok:
         raise NotAvailable(f"backend {name!r} cannot run here: {why}")
     Path(config.output_dir).mkdir(parents=True, exist_ok=True)
@@ -157,4 +200,4 @@ def train(
     if not config.verbose:
         quiet_libraries()
     model = prepare_model(env, config, resume=resume)
-    return module.train(env, config, model=model, resume=resume, **(backend_options or {}))
+    return module.train(env, config, model=model, resume=resume, **options)

@@ -16,11 +16,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
+from rlvr_gym.backends.protocol import RunResult, run_result
 from rlvr_gym.error import InvalidArgument, RunFailed
 
 Launcher = Literal["torchrun", "accelerate"]
@@ -30,12 +31,12 @@ Launcher = Literal["torchrun", "accelerate"]
 class LaunchSpec:
     """Processes per machine and the rendezvous of a multi-machine run (``accelerate`` names)."""
 
-    num_processes: int = 1  # per machine
-    num_machines: int = 1
-    machine_rank: int = 0
-    main_process_ip: str = "127.0.0.1"
-    main_process_port: int = 29500
-    launcher: Launcher = "torchrun"
+    num_processes: int = field(default=1, metadata={"help": "processes per machine"})
+    num_machines: int = field(default=1, metadata={"help": "machines in the run"})
+    machine_rank: int = field(default=0, metadata={"help": "this machine's rank"})
+    main_process_ip: str = field(default="127.0.0.1", metadata={"help": "rank-0 machine address"})
+    main_process_port: int = field(default=29500, metadata={"help": "rank-0 machine port"})
+    launcher: Launcher = field(default="torchrun", metadata={"help": "what starts the ranks"})
 
     def __post_init__(self) -> None:
         if self.num_processes < 1 or self.num_machines < 1:
@@ -170,3 +171,36 @@ def run(
     completed = subprocess.run(list(command), env=environment, timeout=timeout_s, check=False)
     if completed.returncode != 0:
         raise RunFailed(f"launched run failed with exit code {completed.returncode}: {' '.join(command)}")
+
+
+def run_or_launch(
+    train_here: Callable[..., RunResult],
+    module: str,
+    launch: LaunchSpec,
+    *,
+    in_process: bool,
+    env: Any,
+    config: Any,
+    model: str | Path,
+    resume: bool,
+    overrides: Mapping[str, Any],
+    launch_env: Mapping[str, str] | None = None,
+    timeout_s: float | None = None,
+) -> RunResult:
+    """Train in this process (``in_process``, or this already is a launched rank), else launch
+    ``module``'s :func:`worker_main` in every rank of ``launch`` and read back what they left.
+
+    The one "run here or launch ranks" step both multi-process backends share: the job file
+    carries the caller's env object to the ranks and is removed whatever the outcome.
+    """
+    if in_process or is_worker():
+        return train_here(env, config, model=model, resume=resume, overrides=overrides)
+    output_dir = Path(config.output_dir)
+    job = write_job(
+        output_dir / "launch", env=env, config=config, model=model, resume=resume, overrides=overrides
+    )
+    try:
+        run(launch.command(module, ["--job", str(job)]), env=launch_env, timeout_s=timeout_s)
+    finally:
+        job.unlink(missing_ok=True)
+    return run_result(output_dir)

@@ -14,7 +14,6 @@ are ``None`` too (unscored), never 0.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import threading
@@ -24,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlvr_gym.backends.rollouts import Rollout, RolloutLog
 from rlvr_gym.backends.scoring import Scorer
 from rlvr_gym.backends.scoring.local import LocalScorer
 from rlvr_gym.envs import SingleTurnEnv
@@ -57,7 +57,9 @@ class EnvRewards:
         self.env_label = env_label  # rows naming another env (a task_env column) are refused
         # Every ``rollout_every`` steps, one group's rollouts (prompt, completion, verdict) are
         # appended to ``rollout_log`` so the report shows what the policy wrote while training.
+        # The file is opened at the first write; a step already in it (a resumed run) is skipped.
         self.rollout_log = Path(rollout_log) if rollout_log is not None else None
+        self._rollouts: RolloutLog | None = None
         self.rollout_every = rollout_every
         self.rollout_samples = rollout_samples or num_generations or 4
         self._logged_steps: set[int] = set()
@@ -231,24 +233,28 @@ class EnvRewards:
         if step % self.rollout_every or step in self._logged_steps:
             return
         self._logged_steps.add(step)
-        rows = [
-            {
-                "step": step,
-                "split": str(splits[i]),
-                "index": int(indices[i]),
-                "sample": i,
-                "prompt": prompts[i] if prompts is not None else None,
-                "completion": completions[i],
-                "verdict": verdicts[i].to_dict() if verdicts[i] is not None else None,
-            }
-            for i in range(min(self.rollout_samples, len(verdicts)))
-        ]
-        self.rollout_log.parent.mkdir(parents=True, exist_ok=True)
-        with self.rollout_log.open("a", encoding="utf-8") as out:
-            out.write("".join(json.dumps(row, default=str) + "\n" for row in rows))
+        if self._rollouts is None:
+            self._rollouts = RolloutLog(self.rollout_log, duplicates="skip")
+        self._rollouts.extend(
+            [
+                Rollout(
+                    step=step,
+                    split=str(splits[i]),
+                    index=int(indices[i]),
+                    sample=i,
+                    prompt=prompts[i] if prompts is not None else None,
+                    completion=completions[i],
+                    verdict=verdicts[i].to_dict() if verdicts[i] is not None else None,
+                )
+                for i in range(min(self.rollout_samples, len(verdicts)))
+            ]
+        )
 
     def close(self) -> None:
         self.scorer.close()
+        if self._rollouts is not None:
+            self._rollouts.close()
+            self._rollouts = None
 
 
 def _first_run(keys: Sequence[Any]) -> int:

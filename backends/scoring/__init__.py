@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from rlvr_gym.error import InvalidArgument, RunFailed
 
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from rlvr_gym.verifiers import Task, Verdict
 
 ScoringName = Literal["local", "ray"]
-SCORING: tuple[str, ...] = ("local", "ray")
+Scoring = Literal["local", "ray"]
+SCORING: tuple[str, ...] = get_args(Scoring)
 
 
 class Scorer(Protocol):
@@ -96,6 +97,7 @@ def make_scorer(
 
 __all__ = [
     "SCORING",
+    "Scoring",
     "AwaitableScorer",
     "Scorer",
     "ScoringName",

@@ -1,0 +1,49 @@
+"""The tiny-model demo: the settings under which GRPO visibly teaches the tiny offline model.
+
+``rlvr-gym train`` without ``--model`` runs :func:`demo_config`; a Python caller gets the same
+run from ``train(config=demo_config("arith"))``. These are demo settings, not defaults:
+``RunConfig()`` itself stays a plain GRPO run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlvr_gym.backends.config import RunConfig
+
+TINY_DEMO: dict[str, Any] = {
+    "warm_start_steps": 200,
+    "learning_rate": 1e-3,
+    "beta": 0.04,
+    "num_generations": 16,
+    "prompts_per_step": 4,
+    "max_completion_length": 8,
+    "max_steps": 400,
+}
+"""Settings under which GRPO visibly teaches the tiny offline model a built-in env on a CPU in
+minutes. The 200-step supervised warm start teaches the answer tag and when to stop but leaves
+accuracy at about chance on ``TINY_DEMO_ENV['arith']`` (first fifth 0.16 at seed 0); GRPO then
+raises it (last fifth 0.62). A longer warm start already solves the task (240 steps: 0.43 in the
+first fifth), a shorter or answer-free one leaves GRPO flat at chance within 500 steps. The KL
+term (``beta``) keeps the answer format from drifting; without it lr >= 2e-3 broke the format."""
+
+TINY_DEMO_ENV: dict[str, dict[str, Any]] = {
+    "arith": {
+        "num_steps": 1,
+        "max_operand": 5,
+        "operations": "+",
+        "word_problems": False,
+        "proximity_weight": 0.0,
+    },
+}
+"""Env settings of the tiny-model demo (``--env-arg`` still wins): ``a + b`` with a, b in 1..5,
+no shaped proximity reward (it pays the most common answer whatever the question, so the model
+collapses onto one answer). The env's own defaults (two-step word problems up to 20) stay: the
+2-layer, 64-wide model's accuracy on them barely moves (0.00 -> 0.02 over 150 steps)."""
+
+
+def demo_config(env_id: str, **settings: Any) -> RunConfig:
+    """The tiny-model demo on ``env_id``: :data:`TINY_DEMO` and the env's :data:`TINY_DEMO_ENV`
+    settings, with ``settings`` (any :class:`RunConfig` field; ``env_kwargs`` merged) winning."""
+    env_kwargs = {**TINY_DEMO_ENV.get(env_id, {}), **settings.pop("env_kwargs", {})}
+    return RunConfig(**{**TINY_DEMO, **settings, "env_id": env_id, "env_kwargs": env_kwargs})
