@@ -144,6 +144,7 @@ def measure(name: str, make, batches: dict, rounds: int, reference: dict | None)
 
 
 def run_ray(name: str, node_cpus: list[int], batches: dict, rounds: int, reference: dict) -> dict:
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # nodes and driver on 127.0.0.1
     from ray.cluster_utils import Cluster
 
     started = time.perf_counter()

@@ -13,6 +13,10 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 if SHARED_DATA.is_dir():
     os.environ.setdefault("RLVR_GYM_DATA_DIR", str(SHARED_DATA))
 
+# Every Ray cluster a test starts is on this machine: Ray keeps its nodes and drivers on 127.0.0.1
+# only with this switch set before it is imported (else it advertises the interface address).
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 # DeepSpeed JIT-compiles its cpu_adam op (~100 s) on first use; one cache folder inside the
 # repo's ignored area makes that happen at most once per checkout, not once per test or process.
 os.environ.setdefault(

@@ -68,7 +68,8 @@ def test_cli_audit_passes_a_builtin_env_and_bad_import_is_one_line(capsys, tmp_p
 
 
 def test_train_refuses_a_hackable_env_and_no_audit_overrides(tmp_path, capsys):
-    args = ["train", "--env", "hack/hedging-v0", "--backend", "no-such-backend", "--max-steps", "1"]
+    # fsdp-vllm cannot run on a CPU: a run that gets past the audit stops at that check, loading nothing
+    args = ["train", "--env", "hack/hedging-v0", "--backend", "fsdp-vllm", "--max-steps", "1"]
     import tests.hackable_envs  # noqa: F401 - registers the hack envs for the in-process CLI
 
     assert main([*args, "--output-dir", str(tmp_path / "a")]) == 2
@@ -76,17 +77,17 @@ def test_train_refuses_a_hackable_env_and_no_audit_overrides(tmp_path, capsys):
     assert "audit" in err and "hedging" in err and "--no-audit" in err
     saved = json.loads((tmp_path / "a" / AUDIT_FILE).read_text())
     assert saved["ok"] is False and saved["families"]["hedging"]["passed"] > 0
-    # with --no-audit the run gets past the audit and stops at the (unknown) backend instead
+    # with --no-audit the run gets past the audit and stops at the backend's own check instead
     assert main([*args, "--no-audit", "--output-dir", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err
-    assert "no-such-backend" in err and "audit" not in err
+    assert "fsdp-vllm" in err and "cannot run here" in err and "audit" not in err
     assert not (tmp_path / "b" / AUDIT_FILE).exists()
 
 
 def test_train_api_raises_audit_failed_naming_the_family(tmp_path):
     config = rg.RunConfig(model=None, env_id="hack/near-miss-v0", output_dir=str(tmp_path))
     with pytest.raises(AuditFailed, match="near_miss"):
-        rg.train("hack/near-miss-v0", config, backend="no-such-backend")
+        rg.train("hack/near-miss-v0", config, backend="fsdp-vllm")
 
 
 def test_near_misses_are_distinct_and_wrong():

@@ -112,6 +112,8 @@ def test_each_flag_sets_its_field(field):
     argv = ["train", "--env", "arith", "--model", "m"]
     if field.name not in ("env_id", "model"):
         argv += [flag, *values]
+        if field.name == "ray_address":  # only meaningful (and only accepted) with Ray scoring
+            argv += ["--scoring", "ray"]
     else:
         argv = ["train", "--env", "gsm8k", "--model", "x-value"]
         expected = {"env_id": "gsm8k", "model": "x-value"}[field.name]

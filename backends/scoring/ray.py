@@ -32,6 +32,7 @@ import logging
 import math
 import os
 import socket
+import sys
 import time
 from collections import Counter, deque
 from collections.abc import Sequence
@@ -77,6 +78,24 @@ def import_ray() -> Any:
     return ray
 
 
+LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Ray's environment switch for one-machine clusters: at "0" when Ray is first imported, Ray keeps
+127.0.0.1 as the node address instead of rewriting it to the machine's interface address."""
+
+
+def keep_loopback() -> None:
+    """Keep a loopback cluster's traffic on ``lo``: set :data:`LOOPBACK_SWITCH` before Ray loads
+    (Ray reads it once, at import). Where Ray was imported earlier without it, say so."""
+    if "ray" not in sys.modules:
+        os.environ.setdefault(LOOPBACK_SWITCH, "0")
+    elif os.environ.get(LOOPBACK_SWITCH) != "0":
+        logger.warning(
+            "Ray was imported before %s=0 was set: it may register this driver on the interface "
+            "address instead of 127.0.0.1; set it before importing ray",
+            LOOPBACK_SWITCH,
+        )
+
+
 def split_address(address: str) -> tuple[str, int]:
     """``host:port`` (IPv6 in brackets) -> ``(host, port)``; anything else is refused."""
     host, sep, port = address.rpartition(":")
@@ -99,9 +118,6 @@ def connect(address: str | None) -> bool:
     rewrite of 127.0.0.1 to the interface address is switched off, so the driver registers on
     loopback like the nodes (``_node_ip_address``) and no traffic leaves ``lo``.
     """
-    ray = import_ray()
-    if ray.is_initialized():
-        return False
     target = address or os.environ.get("RAY_ADDRESS") or "auto"
     node_ip = None
     if target != "auto":
@@ -114,8 +130,11 @@ def connect(address: str | None) -> bool:
                 f"(start its head with `ray start --head --port {port}`, or fix --ray-address)"
             ) from None
         if is_loopback(host):
-            ray._private.ray_constants.ENABLE_RAY_CLUSTER = False  # keep 127.0.0.1 as given
+            keep_loopback()
             node_ip = "127.0.0.1"
+    ray = import_ray()
+    if ray.is_initialized():
+        return False
     try:
         ray.init(
             address=target,
