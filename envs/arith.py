@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any
 
 from rlvr_gym.envs.env import SingleTurnEnv
-from rlvr_gym.error import InvalidArgument, InvalidType, OutOfRange
+from rlvr_gym.envs.generated import GeneratedTasks
+from rlvr_gym.error import InvalidArgument, InvalidType
 from rlvr_gym.verifiers import NumberMatch, NumericProximity, Rubric, Task
 
 OPERATIONS = "+-*"
@@ -91,7 +92,7 @@ def generate_task(
     }
 
 
-class ArithTasks(Sequence[dict[str, Any]]):
+class ArithTasks(GeneratedTasks):
     """A lazy, indexable sequence of generated tasks (nothing is stored).
 
     ``stages``: parameter overrides per curriculum stage; the sequence is then ``size`` tasks of
@@ -103,20 +104,7 @@ class ArithTasks(Sequence[dict[str, Any]]):
         self.stage_size, self.stages, self.params = size, list(stages), params
         self.size = size * len(self.stages)
 
-    def __len__(self) -> int:
-        return self.size
-
-    @overload
-    def __getitem__(self, index: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self.size))]
-        if index < 0:
-            index += self.size
-        if not 0 <= index < self.size:
-            raise OutOfRange(f"task index {index} out of range ({self.size} tasks)")
+    def task(self, index: int) -> dict[str, Any]:
         stage = self.stages[index // self.stage_size]
         return generate_task(index=index, **{**self.params, **stage})
 

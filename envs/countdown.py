@@ -13,10 +13,11 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
-from typing import Any, overload
+from typing import Any
 
 from rlvr_gym.envs.env import SingleTurnEnv
-from rlvr_gym.error import InvalidArgument, InvalidType, OutOfRange
+from rlvr_gym.envs.generated import GeneratedTasks
+from rlvr_gym.error import InvalidArgument, InvalidType
 from rlvr_gym.verifiers import Rubric, Task
 from rlvr_gym.verifiers.countdown import CountdownVerifier
 
@@ -98,26 +99,13 @@ def generate_task(
     return {"numbers": numbers, "target": target, "solution": solution, "split": split, "index": index}
 
 
-class CountdownTasks(Sequence[dict[str, Any]]):
+class CountdownTasks(GeneratedTasks):
     """A lazy, indexable sequence of generated tasks (nothing is stored)."""
 
     def __init__(self, size: int, **params: Any) -> None:
         self.size, self.params = size, params
 
-    def __len__(self) -> int:
-        return self.size
-
-    @overload
-    def __getitem__(self, index: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self.size))]
-        if index < 0:
-            index += self.size
-        if not 0 <= index < self.size:
-            raise OutOfRange(f"task index {index} out of range ({self.size} tasks)")
+    def task(self, index: int) -> dict[str, Any]:
         return generate_task(index=index, **self.params)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:

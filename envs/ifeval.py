@@ -20,10 +20,11 @@ import json
 import random
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 from rlvr_gym.envs.env import SingleTurnEnv
-from rlvr_gym.error import InvalidArgument, InvalidType, OutOfRange
+from rlvr_gym.envs.generated import GeneratedTasks
+from rlvr_gym.error import InvalidArgument, InvalidType
 from rlvr_gym.verifiers import Rubric, Task
 from rlvr_gym.verifiers.ifeval import InstructionsFollowed, substance_problem
 from rlvr_gym.verifiers.instructions import check, count_sentences, count_words
@@ -347,26 +348,13 @@ def generate_task(
     )  # pragma: no cover
 
 
-class IFEvalTasks(Sequence[dict[str, Any]]):
+class IFEvalTasks(GeneratedTasks):
     """A lazy, indexable sequence of generated tasks (nothing is stored)."""
 
     def __init__(self, size: int, **params: Any) -> None:
         self.size, self.params = size, params
 
-    def __len__(self) -> int:
-        return self.size
-
-    @overload
-    def __getitem__(self, index: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self.size))]
-        if index < 0:
-            index += self.size
-        if not 0 <= index < self.size:
-            raise OutOfRange(f"task index {index} out of range ({self.size} tasks)")
+    def task(self, index: int) -> dict[str, Any]:
         return _cached_task(index=index, **self.params)
 
 

@@ -26,10 +26,11 @@ import json
 import math
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from typing import Any
 
 from rlvr_gym.envs.env import PromptFormat, SingleTurnEnv
-from rlvr_gym.error import InvalidArgument, InvalidType, NotAvailable, OutOfRange
+from rlvr_gym.envs.generated import GeneratedTasks
+from rlvr_gym.error import InvalidArgument, InvalidType, NotAvailable
 from rlvr_gym.verifiers import Reason, Rubric, SingleAnswer, Task, Verdict
 from rlvr_gym.verifiers.math.budget import RunFailed, Worker, _Process
 
@@ -204,26 +205,13 @@ class ReasoningGymScore:
         return f"ReasoningGymScore({self.name!r}, strict_credit={self.strict_credit})"
 
 
-class _Rows(Sequence[dict[str, Any]]):
+class _Rows(GeneratedTasks):
     """Entries ``[offset, offset + size)`` of a reasoning-gym dataset as task rows, made on demand."""
 
     def __init__(self, env: ReasoningGymEnv, split: str, offset: int, size: int) -> None:
         self.env, self.split, self.offset, self.size = env, split, offset, size
 
-    def __len__(self) -> int:
-        return self.size
-
-    @overload
-    def __getitem__(self, index: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self.size))]
-        if index < 0:
-            index += self.size
-        if not 0 <= index < self.size:
-            raise OutOfRange(f"task index {index} out of range ({self.size} tasks)")
+    def task(self, index: int) -> dict[str, Any]:
         return self.env.row(self.split, self.offset + index)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
