@@ -23,7 +23,8 @@ TINY_DEMO: dict[str, Any] = {
 """Settings under which GRPO visibly teaches the tiny offline model a built-in env on a CPU in
 minutes. The 200-step supervised warm start teaches the answer tag and when to stop but leaves
 accuracy at about chance on ``TINY_DEMO_ENV['arith']`` (first fifth 0.16 at seed 0); GRPO then
-raises it (last fifth 0.62). A longer warm start already solves the task (240 steps: 0.43 in the
+raises it (last fifth 0.49; 0.62 before the 2026-11-24 changes, the trajectory being sensitive
+to floating-point order). A longer warm start already solves the task (240 steps: 0.43 in the
 first fifth), a shorter or answer-free one leaves GRPO flat at chance within 500 steps. The KL
 term (``beta``) keeps the answer format from drifting; without it lr >= 2e-3 broke the format."""
 
