@@ -152,3 +152,17 @@ def test_a_code_env_opts_in_to_revealing_tests():
 
     assert envs.make("humaneval").verifier.reveal_tests is False
     assert envs.make("humaneval", reveal_tests=True).verifier.reveal_tests is True
+
+
+def test_a_busy_loop_that_reaches_its_cpu_limit_is_a_timeout_not_a_crash():
+    """RLIMIT_CPU ends the loop (SIGXCPU) before the wall clock does: the judge sees the channel
+    close while loading, and the sandbox's wait status says why — a timeout, not wrong_answer."""
+    from rlvr_gym.verifiers import CodeVerifier, Limits, Reason
+
+    verifier = CodeVerifier(limits=Limits(wall_s=4.0, cpu_s=1), restricted=False)
+    tests = {"tests": {"kind": "calls", "fn": "f", "cases": [{"args": [], "expected": 1}]}}
+    try:
+        verdict = verifier("```python\nwhile True:\n    pass\n```", tests)
+    finally:
+        verifier.close()
+    assert verdict.reason is Reason.TIMEOUT, verdict
