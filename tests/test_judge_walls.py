@@ -166,3 +166,21 @@ def test_a_busy_loop_that_reaches_its_cpu_limit_is_a_timeout_not_a_crash():
     finally:
         verifier.close()
     assert verdict.reason is Reason.TIMEOUT, verdict
+
+
+def test_a_call_the_tests_never_needed_that_reaches_its_cpu_limit_stays_a_wrong_answer():
+    """The CPU-limit twin of the wall-clock rule: the planned call with a=5 spins until RLIMIT_CPU
+    ends the sandbox (CPU 1 s, wall 4 s), but the tests fail before they need its answer — the
+    verdict is the wrong answer they decided on, not a timeout."""
+    from rlvr_gym.verifiers import CodeVerifier, Limits, Reason
+
+    verifier = CodeVerifier(limits=Limits(wall_s=4.0, cpu_s=1), restricted=False)
+    check = "def check(candidate):\n    assert candidate(1, 2) == 4\n    assert candidate(5, 0) == 6\n"
+    tests = {"tests": {"kind": "assert", "entry_point": "f", "cases": [check + "\ncheck(f)\n"]}}
+    hangs_later = "```python\ndef f(a=0, b=0):\n    while a == 5:\n        pass\n    return 0\n```"
+    try:
+        verdict = verifier(hangs_later, tests)
+    finally:
+        verifier.close()
+    assert verdict.reason is Reason.WRONG_ANSWER, verdict
+    assert verdict.details["failures"], verdict

@@ -538,7 +538,8 @@ def judge(spec: Mapping[str, Any], session: Session, *, reveal: bool = False) ->
     except SandboxGone:
         pass  # session.gone says why; the cases it leaves unanswered fail below
     if session.gone or covers_every_call(spec, session.planned):
-        session.close()
+        if cpu_exhausted(session.close()):
+            outcome.timed_out = True  # RLIMIT_CPU's twin of the wall alarm: a hang, unless unneeded
     try:
         left = session.deadline - time.monotonic()
         _arm(max(left, JUDGING_GRACE_S) if session.closed else left)
@@ -554,6 +555,14 @@ def judge(spec: Mapping[str, Any], session: Session, *, reveal: bool = False) ->
     else:  # every case was decided on answers that came in time: a hang the tests never needed
         outcome.timed_out = False
     return outcome
+
+
+def cpu_exhausted(status: int | None) -> bool:
+    """Whether a sandbox's wait status says RLIMIT_CPU ended it (SIGXCPU at the soft limit).
+
+    A busy loop can reach its CPU limit before the wall-clock alarm: the judge then sees the
+    channel close, and without this a hang the tests needed would read as a crash."""
+    return status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU
 
 
 def covers_every_call(spec: Mapping[str, Any], planned: int) -> bool:

@@ -121,17 +121,7 @@ def run_job(
             workspace.reset()  # after every process of the submission is gone
         else:
             remove_tree(workdir)
-    if cpu_exhausted(status):  # RLIMIT_CPU's signal: the submission used up its CPU time
-        outcome.timed_out = True
     return {"status": "ran", **outcome.as_dict(), "exit_status": status}
-
-
-def cpu_exhausted(status: int | None) -> bool:
-    """Whether a sandbox's wait status says RLIMIT_CPU ended it (SIGXCPU at the soft limit).
-
-    A busy loop can reach its CPU limit before the wall-clock alarm: the judge then sees the
-    channel close while loading, and without this the verdict would read as a crash."""
-    return status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU
 
 
 def supervise(worker: int, host_dir: str) -> int:
