@@ -413,6 +413,22 @@ def _literal(node: ast.expr) -> tuple[bool, Any]:
         return False, None
 
 
+def _aliases(tree: ast.AST, target: str) -> tuple[set[str], set[int]]:
+    """The names ``target`` goes by in test code: itself, and each parameter of a function the
+    test defines that it is passed into (HumanEval's ``check(candidate)``); with the ``id`` of
+    every node that passes it, so a caller can tell those uses from others."""
+    defs = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    names, passes = {target}, set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defs:
+            params = defs[node.func.id].args.posonlyargs + defs[node.func.id].args.args
+            for arg, param in zip(node.args, params, strict=False):
+                if isinstance(arg, ast.Name) and arg.id == target:
+                    names.add(param.arg)
+                    passes.add(id(arg))
+    return names, passes
+
+
 @functools.lru_cache(maxsize=1024)
 def _literal_calls(
     source: str, target: str
@@ -424,14 +440,7 @@ def _literal_calls(
     harmless (their answers are never read), so this may over-approximate.
     """
     tree = ast.parse(source)
-    defs = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-    names = {target}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defs:
-            params = defs[node.func.id].args.posonlyargs + defs[node.func.id].args.args
-            for arg, param in zip(node.args, params, strict=False):
-                if isinstance(arg, ast.Name) and arg.id == target:
-                    names.add(param.arg)
+    names, _ = _aliases(tree, target)
     calls = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names):
@@ -537,9 +546,9 @@ def judge(spec: Mapping[str, Any], session: Session, *, reveal: bool = False) ->
         session.gone = session.gone or "timed out"
     except SandboxGone:
         pass  # session.gone says why; the cases it leaves unanswered fail below
-    if session.gone or covers_every_call(spec, session.planned):
-        if cpu_exhausted(session.close()):
-            outcome.timed_out = True  # RLIMIT_CPU's twin of the wall alarm: a hang, unless unneeded
+    closes = session.gone or covers_every_call(spec, session.planned)
+    if closes and cpu_exhausted(session.close()):
+        outcome.timed_out = True  # RLIMIT_CPU's twin of the wall alarm: a hang, unless unneeded
     try:
         left = session.deadline - time.monotonic()
         _arm(max(left, JUDGING_GRACE_S) if session.closed else left)
@@ -616,15 +625,7 @@ def _literal_only(source: str, target: str) -> int:
     """How many calls of ``target`` (or of a parameter it is passed into) ``source`` makes, if
     each has literal arguments and ``target`` is used in no other way; ``-1`` otherwise."""
     tree = ast.parse(source)
-    defs = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-    names, passes = {target}, set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defs:
-            params = defs[node.func.id].args.posonlyargs + defs[node.func.id].args.args
-            for arg, param in zip(node.args, params, strict=False):
-                if isinstance(arg, ast.Name) and arg.id == target:
-                    names.add(param.arg)
-                    passes.add(id(arg))
+    names, passes = _aliases(tree, target)
     calls = 0
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names:
