@@ -25,7 +25,9 @@ ScaleRewards = Literal["group", "batch", "none"]
 def about(help: str, **cli: Any) -> dict[str, Any]:
     """Field metadata: ``help`` is the field's one-line description (the CLI's ``--help`` text);
     ``cli`` says how the flag differs from ``--field-name`` (``flag``, ``metavar``, ``choices``,
-    or ``type`` + ``convert`` for a field given on the command line as a simpler value)."""
+    or ``type`` + ``convert`` for a field given on the command line as a simpler value;
+    ``cli_default``: what the command fills in when the flag is not given, where that is not the
+    field's own default)."""
     return {"help": help, **cli}
 
 

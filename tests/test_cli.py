@@ -1,3 +1,4 @@
+import argparse
 import json
 import shutil
 import subprocess
@@ -130,6 +131,10 @@ def test_check_imports_a_local_env_module(tmp_path, monkeypatch, capsys):
             ["eval", "--env", "arith", "--model", "/does/not/exist", "--temperature", "0", "--n", "4"],
             "greedy",
         ),
+        (
+            ["eval", "--env", "arith", "--model", "/does/not/exist", "--max-retries", "3"],
+            "--max-retries: for --engine openai only",
+        ),
     ],
 )
 def test_user_errors_are_one_line_exit_2_and_leave_nothing_behind(argv, message, capsys, tmp_path):
@@ -153,3 +158,23 @@ def test_check_env_refuses_a_task_count_below_one():
 
     with pytest.raises(InvalidArgument, match="n_tasks"):
         envs.check_env(envs.make("arith"), n_tasks=0)
+
+
+def test_eval_flags_are_evaluate_s_parameters_and_their_defaults():
+    """The eval command's flags are made from evaluate()'s and OpenAISampler's annotated
+    parameters: each has its flag, and only typed flags reach the call (the function's own
+    defaults fill the rest)."""
+    from rlvr_gym.trainers.evaluate import evaluate
+    from rlvr_gym.trainers.flags import flag_of, given, params_of
+    from rlvr_gym.trainers.openai_engine import OpenAISampler
+
+    parser = build_parser()
+    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    eval_parser = subcommands.choices["eval"]
+    options = {s for action in eval_parser._actions for s in action.option_strings}
+    for source in (evaluate, OpenAISampler.__init__):
+        for param in params_of(source):
+            assert flag_of(param) in options, flag_of(param)
+    assert {"--n", "--k", "--batch-rollouts", "--no-progress", "--request-timeout"} <= options
+    args = parser.parse_args(["eval", "--env", "arith", "--n", "8", "--no-progress", "--batch-rollouts", "4"])
+    assert given(args, evaluate) == {"n": 8, "progress": False, "batch_rollouts": 4}

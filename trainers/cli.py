@@ -17,9 +17,13 @@ from typing import Any
 from rlvr_gym import backends, envs
 from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.error import Error
-from rlvr_gym.trainers.flags import add_flags, flags_given, given, parse_env_args
+from rlvr_gym.trainers.evaluate import evaluate
+from rlvr_gym.trainers.flags import add_flags, default_of, flags_given, given, parse_env_args
+from rlvr_gym.trainers.openai_engine import OpenAISampler
 
 EXIT_ERROR = 2
+OPENAI = "openai."
+"""Namespace prefix of the ``--engine openai`` flags (made from :class:`OpenAISampler`'s parameters)."""
 EXIT_CHECK_FAILED = 1
 
 
@@ -250,15 +254,14 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Sample --n completions per task, score them, print accuracy/pass@k/rewards/reasons."""
-    from rlvr_gym.trainers.evaluate import evaluate
     from rlvr_gym.trainers.run_dir import default_eval_dir, eval_env, model_of_run
 
     if args.model is None:
         raise CliError("--model is required (a Hugging Face model path or hub id; see rlvr-gym tiny-model)")
+    options = given(args, evaluate)
+    openai_options = given(args, OpenAISampler.__init__, dest=OPENAI)
     sampler = None
     if args.engine == "openai":
-        from rlvr_gym.trainers.openai_engine import OpenAISampler
-
         if args.base_url is None:
             raise CliError(
                 "--engine openai needs --base-url (the server's /v1 root, e.g. http://127.0.0.1:8000/v1)"
@@ -267,35 +270,30 @@ def cmd_eval(args: argparse.Namespace) -> int:
         sampler = OpenAISampler(
             args.base_url,
             model,
-            api_key=args.api_key,
-            max_new_tokens=args.max_new_tokens,
-            temperature=args.temperature,
-            max_retries=args.max_retries,
-            timeout_s=args.request_timeout,
-            concurrency=args.concurrency,
+            max_new_tokens=options.get("max_new_tokens", default_of(evaluate, "max_new_tokens")),
+            temperature=options.get("temperature", default_of(evaluate, "temperature")),
+            **openai_options,
         )
-    elif args.base_url is not None:
-        raise CliError("--base-url is for --engine openai")
+    elif args.base_url is not None or openai_options:
+        typed = (["--base-url"] if args.base_url is not None else []) + flags_given(
+            args, OpenAISampler.__init__, dest=OPENAI
+        )
+        raise CliError(f"{', '.join(typed)}: for --engine openai only")
     else:
         model = model_of_run(args.model)  # a run folder means its final/
     chosen = eval_env(model, args.env, parse_env_args(args.env_arg))
     if chosen.note:
         print(chosen.note)
     env = envs.make(chosen.env_id, **chosen.env_kwargs)
+    n = options.get("n", default_of(evaluate, "n"))
+    options.setdefault("k", [1, n] if n > 1 else [1])
+    options.setdefault("split", "test" if "test" in env.splits else env.splits[0])
+    options.setdefault("output_dir", default_eval_dir(model, chosen.env_id))
     result = evaluate(
         env,
         model,
-        n=args.n,
-        k=args.k or ([1, args.n] if args.n > 1 else [1]),
-        split=args.split or ("test" if "test" in env.splits else env.splits[0]),
-        limit=args.limit,
-        output_dir=args.output_dir or default_eval_dir(model, chosen.env_id),
+        **options,
         engine=args.engine,
-        max_new_tokens=args.max_new_tokens,
-        temperature=args.temperature,
-        seed=args.seed,
-        fresh=args.fresh,
-        progress=not args.no_progress,
         sampler=sampler,
         scoring=args.scoring,
         ray_address=args.ray_address,
@@ -488,22 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="HF model path or hub id, or a run folder (its final/) or a model inside one",
     )
-    p.add_argument("--n", type=int, default=4, help="samples per task (default 4)")
-    p.add_argument(
-        "--k",
-        type=int,
-        nargs="+",
-        action="extend",
-        default=None,
-        help="pass@k to report: --k 1 4 or --k 1 --k 4 (default 1 and n)",
-    )
-    p.add_argument("--split", default=None, help="default: test when the env has it")
-    p.add_argument("--limit", type=int, default=None, help="evaluate only the first N tasks")
-    p.add_argument(
-        "--output-dir",
-        default=None,
-        help="default RUN_DIR/eval-final for a run's model, else runs/eval-ENV; an existing eval there is resumed",
-    )
+    add_flags(p, evaluate)  # --n, --k, --split, --limit, --output-dir, --max-new-tokens, ...
     p.add_argument(
         "--engine",
         default="auto",
@@ -511,27 +494,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="auto: vLLM on a CUDA GPU where installed, else transformers; "
         "openai: an OpenAI-compatible server at --base-url (pip install 'rlvr-gym[openai]')",
     )
-    p.add_argument("--base-url", default=None, help="openai engine: the server's /v1 root URL")
-    p.add_argument(
-        "--api-key",
-        default=None,
-        help="openai engine: API key (default $OPENAI_API_KEY; none for a local server)",
-    )
-    p.add_argument(
-        "--max-retries", type=int, default=5, help="openai engine: retries on 429/5xx/timeouts (default 5)"
-    )
-    p.add_argument("--request-timeout", type=float, default=120.0, help="openai engine: seconds per request")
-    p.add_argument(
-        "--concurrency",
-        type=int,
-        default=8,
-        help="openai engine: requests in flight for one task's n samples",
-    )
-    p.add_argument("--max-new-tokens", type=int, default=256)
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--fresh", action="store_true", help="discard an earlier eval in --output-dir")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    group = p.add_argument_group("--engine openai options")
+    group.add_argument("--base-url", default=None, help="the server's /v1 root URL")
+    add_flags(group, OpenAISampler.__init__, dest=OPENAI)
     add_scoring_args(p)
     add_import_arg(p)
     p.set_defaults(run=cmd_eval)

@@ -18,9 +18,10 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 from rlvr_gym import envs
+from rlvr_gym.backends.config import about
 from rlvr_gym.backends.console import announce
 from rlvr_gym.backends.rollouts import ROLLOUTS_FILE, Rollout, RolloutLog
 from rlvr_gym.backends.scoring import Scorer, check_scoring, make_scorer, scored_by
@@ -207,20 +208,31 @@ def _check_settings(output_dir: Path, settings: dict[str, Any], *, write: bool) 
 def evaluate(
     env: SingleTurnEnv | str | None,
     model: str | Path,
-    n: int = 4,
-    k: int | Sequence[int] = 1,
+    n: Annotated[int, about("samples per task")] = 4,
+    k: Annotated[
+        int | Sequence[int],
+        about("pass@k to report: --k 1 4 or --k 1 --k 4", type=int, many=True, cli_default="1 and n"),
+    ] = 1,
     *,
-    split: str = "test",
-    limit: int | None = None,
-    output_dir: str | Path = "runs/eval",
+    split: Annotated[
+        str, about("split to score", cli_default="test when the env has it, else its first")
+    ] = "test",
+    limit: Annotated[int | None, about("evaluate only the first N tasks", metavar="N")] = None,
+    output_dir: Annotated[
+        str | Path,
+        about(
+            "where rollouts and the summary go; an earlier eval there with the same settings is resumed",
+            cli_default="RUN_DIR/eval-final for a run's model, else runs/eval-ENV",
+        ),
+    ] = "runs/eval",
     engine: str = "auto",
-    max_new_tokens: int = 256,
-    temperature: float = 1.0,
-    seed: int = 0,
-    fresh: bool = False,
-    progress: bool = True,
+    max_new_tokens: Annotated[int, about("tokens generated per sample at most")] = 256,
+    temperature: Annotated[float, about("sampling temperature")] = 1.0,
+    seed: Annotated[int, about("sampling seed (each task's seed is derived from it)")] = 0,
+    fresh: Annotated[bool, about("discard an earlier eval in --output-dir")] = False,
+    progress: Annotated[bool, about("a progress line on the console")] = True,
     sampler: Sampler | None = None,
-    batch_rollouts: int = 32,
+    batch_rollouts: Annotated[int, about("completions scored per batch")] = 32,
     scoring: str = "local",
     ray_address: str | None = None,
 ) -> EvalResult:

@@ -67,6 +67,12 @@ def params_of(source: type | Callable[..., Any]) -> Iterator[Param]:
             yield Param(name, get_args(hint)[0], parameter.default, hint.__metadata__[0])
 
 
+def default_of(source: Callable[..., Any], name: str) -> Any:
+    """The default of parameter ``name`` of ``source``: where a command fills in one value from
+    another flag's, it reads the function's own default rather than repeating it."""
+    return inspect.signature(source).parameters[name].default
+
+
 def flag_of(field: Param | dataclasses.Field) -> str | None:
     """The flag a field is set by (``--field-name`` unless its metadata says otherwise)."""
     return field.metadata.get("flag", "--" + field.name.replace("_", "-"))
@@ -83,6 +89,8 @@ def _unwrap_optional(hint: Any) -> Any:
 
 
 def _default_text(field: Param) -> str:
+    if "cli_default" in field.metadata:  # the command fills this in itself (see ``about``)
+        return f" (default: {field.metadata['cli_default']})"
     value = field.default
     if value is dataclasses.MISSING or value is inspect.Parameter.empty:
         return ""

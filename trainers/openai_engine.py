@@ -19,8 +19,9 @@ from __future__ import annotations
 import importlib.util
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Annotated, Any
 
+from rlvr_gym.backends.config import about
 from rlvr_gym.envs.env import Observation
 from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
 
@@ -50,12 +51,14 @@ class OpenAISampler:
         base_url: str,
         model: str,
         *,
-        api_key: str | None = None,
+        api_key: Annotated[
+            str | None, about("sent as a bearer token", cli_default="$OPENAI_API_KEY, else none")
+        ] = None,
         max_new_tokens: int = 256,
         temperature: float = 1.0,
-        max_retries: int = 5,
-        timeout_s: float = 120.0,
-        concurrency: int = 8,
+        max_retries: Annotated[int, about("retries on 429, 5xx, timeouts and connection errors")] = 5,
+        timeout_s: Annotated[float, about("seconds per request", flag="--request-timeout")] = 120.0,
+        concurrency: Annotated[int, about("requests in flight for one task's n samples")] = 8,
     ) -> None:
         ok, why = available()
         if not ok:
