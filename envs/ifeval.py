@@ -27,7 +27,7 @@ from rlvr_gym.envs.generated import GeneratedTasks
 from rlvr_gym.error import InvalidArgument, InvalidType
 from rlvr_gym.verifiers import Rubric, Task
 from rlvr_gym.verifiers.ifeval import InstructionsFollowed, substance_problem
-from rlvr_gym.verifiers.instructions import check, count_sentences, count_words
+from rlvr_gym.verifiers.instructions import check, count_sentences, count_words, require_packages
 
 PROMPTS_PATH = Path(__file__).resolve().parent / "data" / "ifeval_prompts.jsonl"
 MAX_TRIES = 40
@@ -377,6 +377,7 @@ class IFEvalEnv(SingleTurnEnv):
         test_size: int = 500,
         **env_options: Any,
     ) -> None:
+        require_packages()
         super().__init__(**env_options)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise InvalidType(f"seed must be an int, got {type(seed).__name__}")

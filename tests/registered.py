@@ -12,6 +12,7 @@ import pytest
 from rlvr_gym import envs
 from rlvr_gym.envs.data import DataUnavailableError
 from rlvr_gym.envs.reasoning_gym_bridge import NAMESPACE
+from rlvr_gym.error import NotAvailable
 
 BRIDGED = f"{NAMESPACE}/"
 
@@ -24,8 +25,12 @@ def ids(*, hackable: bool = True) -> list[str]:
 
 
 def make_or_skip(env_id: str) -> envs.SingleTurnEnv:
-    """``envs.make(env_id)`` with its first split loaded; skips the test when the data is not here."""
-    env = envs.make(env_id)
+    """``envs.make(env_id)`` with its first split loaded; skips the test when the data or an extra
+    it needs is not here."""
+    try:
+        env = envs.make(env_id)
+    except NotAvailable as exc:  # an extra the env needs is not installed
+        pytest.skip(f"{env_id}: {exc}")
     try:
         env.tasks(env.splits[0])
     except DataUnavailableError as exc:

