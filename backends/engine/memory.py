@@ -6,8 +6,8 @@ and — on devices without Triton (CPU) — for *every* position, prompt include
 the peak of a step whenever the vocabulary is large (151,936 for Qwen2.5/Qwen3). This module
 runs the same TRL kernel (``ChunkedLogProbFunction``: online log-sum-exp, recomputing backward)
 on the completion positions only, in small tiles, for the policy, old-policy and reference
-passes alike. With ``offload_activations`` the activations saved for backward are kept in CPU
-memory (``torch.autograd.graph.save_on_cpu``); that only changes anything on a GPU.
+passes alike. With ``offload_activations`` the large activations saved for backward are kept in
+CPU memory, parameters never (``offload.py``); that only runs on a GPU.
 """
 
 from __future__ import annotations
@@ -110,6 +110,8 @@ def memory_trainer_class(
     """``base`` (a ``GRPOTrainer`` class) with the memory pieces switched on as asked."""
     import torch
 
+    from rlvr_gym.backends.engine.offload import ActivationOffload
+
     class MemoryGRPOTrainer(base):
         def _get_per_token_logps_and_entropies(
             self,
@@ -169,7 +171,7 @@ def memory_trainer_class(
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             offload = offload_activations and model.training and torch.cuda.is_available()
-            with torch.autograd.graph.save_on_cpu(pin_memory=True) if offload else nullcontext():
+            with ActivationOffload() if offload else nullcontext():
                 return super().compute_loss(
                     model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
                 )
