@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from rlvr_gym.backends.engine.forward import run_as_forward
+from rlvr_gym.backends.engine.head import head_weight_and_bias
 from rlvr_gym.error import InvalidArgument, NotAvailable
 
 UNSUPPORTED_INPUTS = ("pixel_values", "tool_mask", "importance_sampling_ratio")
@@ -63,18 +65,23 @@ def liger_trainer_class(base: type | None = None) -> type:
             prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
             input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
             attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-            hidden = last_hidden_states(unwrapped, input_ids, attention_mask, completion_ids.size(1))
-            head = unwrapped.get_output_embeddings()
-            loss, metrics = self.liger_grpo_loss(
-                _input=hidden,
-                lin_weight=head.weight,
-                selected_token_ids=completion_ids,
-                attention_mask=inputs["completion_mask"],
-                advantages=inputs["advantages"],
-                bias=head.bias,
-                old_per_token_logps=inputs.get("old_per_token_logps"),
-                ref_per_token_logps=inputs.get("ref_per_token_logps"),
-            )
+
+            def fused_loss(ids: Any, mask: Any) -> tuple[Any, Any]:
+                hidden = last_hidden_states(unwrapped, ids, mask, completion_ids.size(1))
+                weight, bias = head_weight_and_bias(unwrapped)
+                return self.liger_grpo_loss(
+                    _input=hidden,
+                    lin_weight=weight,
+                    selected_token_ids=completion_ids,
+                    attention_mask=inputs["completion_mask"],
+                    advantages=inputs["advantages"],
+                    bias=bias,
+                    old_per_token_logps=inputs.get("old_per_token_logps"),
+                    ref_per_token_logps=inputs.get("ref_per_token_logps"),
+                )
+
+            # as the model's forward: FSDP2's root hooks fire (``forward.py``)
+            loss, metrics = run_as_forward(unwrapped, fused_loss, input_ids, attention_mask)
             mode = "train" if self.model.training else "eval"
             if self.beta != 0.0:
                 self._metrics[mode]["kl"].append(self.accelerator.gather(metrics[0]).mean().item())
