@@ -1,9 +1,10 @@
-"""Run under torchrun (2 ranks, gloo): score completion tokens through the memory path
-(``model_completion_logps``: decoder, then the LM head's weight read directly) on an FSDP2-sharded
-tiny Qwen2 model, and write to OUT/rank{N}.json how its log-probs and gradients compare with the
-same model unsharded.
+"""Run under torchrun (2 ranks, gloo): on an FSDP2-sharded tiny Qwen2 model, take each of the two
+paths that run the decoder and read the LM head's weight directly (``logps``: the memory path's
+``model_completion_logps``; ``liger``: Liger's loss through ``fused_grpo_loss``, when installed)
+under each wrap plan, and write to OUT/rank{N}.json, keyed ``plan/path``, how its values and
+gradients compare with the same model unsharded.
 
-Wrap plans (argv[1]), both applied with torch's own ``fully_shard``:
+Wrap plans, both applied with torch's own ``fully_shard``:
 - ``own-units``: every decoder layer, the embedding, the final norm and the (untied) LM head each
   its own FSDP2 unit, then the root. The head never runs forward, so its weight is still a sharded
   ``DTensor`` when the memory path reads it: the case TRL's ``full_tensor()`` guard exists for.
@@ -11,14 +12,16 @@ Wrap plans (argv[1]), both applied with torch's own ``fully_shard``:
   layers; one group of final norm, embedding and LM head with ``reshard_after_forward=False``; the
   root). accelerate drops its FSDP plugin on a CPU, so the order is applied here by hand.
 
-The first call on the sharded model is a no-grad one, as in a run generating with vLLM (the
-old-policy log-probs are the training model's first forward); then a call with backward. Both
+On the ``logps`` path the first call on the sharded model is a no-grad one, as in a run
+generating with vLLM (the old-policy log-probs are the training model's first forward); then a
+call with backward. Both
 ranks see the same seed and batch, so FSDP's averaged gradients equal the unsharded ones.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import sys
 import traceback
@@ -67,11 +70,38 @@ def score(model, ids, mask):
     return model_completion_logps(model, ids, mask, KEEP, temperature=0.7, token_chunk=3, vocab_chunk=64)[0]
 
 
-def logps_and_grads(model, ids, mask, upstream):
+def logps_objective(model, ids, mask, upstream):
+    """The memory path's log-probs, weighted (a loss-like scalar), and the log-probs themselves."""
     logp = score(model, ids, mask)
+    return (logp * upstream).sum(), logp
+
+
+def liger_objective(model, ids, mask, upstream):
+    """Liger's fused GRPO loss (eager, as on a CPU) on the same batch split prompt | completion."""
+    from liger_kernel.chunked_loss import LigerFusedLinearGRPOLoss
+
+    from rlvr_gym.backends.engine.liger import fused_grpo_loss
+
+    loss_module = LigerFusedLinearGRPOLoss(beta=0.0, compiled=False, use_ref_model=False, temperature=0.7)
+    inputs = {
+        "prompt_ids": ids[:, :-KEEP],
+        "completion_ids": ids[:, -KEEP:],
+        "prompt_mask": mask[:, :-KEEP],
+        "completion_mask": mask[:, -KEEP:],
+        "advantages": upstream[:, 0],
+    }
+    loss, _ = fused_grpo_loss(model, loss_module, inputs)
+    return loss, loss
+
+
+OBJECTIVES = {"logps": logps_objective, "liger": liger_objective}
+
+
+def value_and_grads(objective, model, ids, mask, upstream):
+    total, value = objective(model, ids, mask, upstream)
     head_sharded_at_use = type(model.get_output_embeddings().weight).__name__ == "DTensor"
-    (logp * upstream).sum().backward()
-    return logp.detach(), head_sharded_at_use
+    total.backward()
+    return value.detach(), head_sharded_at_use
 
 
 def full_grads(model) -> dict[str, torch.Tensor | None]:
@@ -84,9 +114,8 @@ def full_grads(model) -> dict[str, torch.Tensor | None]:
     return grads
 
 
-def main(plan: str, out: str) -> None:
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
+def one(plan: str, path: str) -> dict:
+    objective = OBJECTIVES[path]
     reference = tiny_model(tied=plan == "accelerate")
     model = shard(copy.deepcopy(reference), plan)
     torch.manual_seed(1)
@@ -95,16 +124,17 @@ def main(plan: str, out: str) -> None:
     mask[1, :3] = 0  # a left-padded row
     upstream = torch.randn(2, KEEP)
 
-    want, _ = logps_and_grads(reference, ids, mask, upstream)
+    want, _ = value_and_grads(objective, reference, ids, mask, upstream)
     want_grads = dict(reference.named_parameters())
-    record: dict = {"plan": plan}
+    record: dict = {"plan": plan, "path": path}
     try:
-        with torch.no_grad():  # the run's first forward, as with vLLM generation: old-policy log-probs
-            first = score(model, ids, mask)
-        record["no_grad_logp_max_diff"] = float((first - want).abs().max())
-        got, record["head_sharded_at_use"] = logps_and_grads(model, ids, mask, upstream)
+        if path == "logps":
+            with torch.no_grad():  # the run's first forward, as with vLLM generation: old-policy log-probs
+                first = score(model, ids, mask)
+            record["no_grad_max_diff"] = float((first - want).abs().max())
+        got, record["head_sharded_at_use"] = value_and_grads(objective, model, ids, mask, upstream)
         grads = full_grads(model)
-        record["logp_max_diff"] = float((got - want).abs().max())
+        record["value_max_diff"] = float((got - want).abs().max())
         record["missing_grads"] = sorted(n for n, g in grads.items() if g is None)
         record["grad_max_diff"] = {
             name: float((grad - want_grads[name].grad).abs().max())
@@ -115,10 +145,18 @@ def main(plan: str, out: str) -> None:
     except Exception as exc:  # the test reads the failure from the file
         record["error"] = f"{type(exc).__name__}: {exc}"
         record["traceback"] = traceback.format_exc()[-3000:]
+    return record
+
+
+def main(out: str) -> None:
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    paths = ["logps"] + (["liger"] if importlib.util.find_spec("liger_kernel") else [])
+    records = {f"{plan}/{path}": one(plan, path) for plan in ("own-units", "accelerate") for path in paths}
     with open(f"{out}/rank{rank}.json", "w") as handle:
-        json.dump(record, handle)
+        json.dump(records, handle)
     dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1])
