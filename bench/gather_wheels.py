@@ -77,6 +77,7 @@ WHEELS = (
     "fsspec==2026.9.0",
     "tqdm==4.70.1",
     "peft==0.21.2",
+    "setuptools==84.2.1",  # the build backend of `pip install --no-build-isolation -e .` (>= 68)
 )  # huggingface-hub: 1.33.0 was read there, inside datasets 5.2's ">=1.31,<3"
 BUILT = ("deepspeed==0.19.8", "langdetect==1.0.9")  # sdists only on PyPI: their wheels are built here
 PYARROW = ("pyarrow==26.0.1",)
@@ -146,6 +147,11 @@ def requirements() -> list[str]:
     extras = project["optional-dependencies"]
     wanted = [*project["dependencies"], *extras["trl"], *extras["liger"], *extras["deepspeed"]]
     return [r for r in wanted if not canonical(r).startswith(("rlvr-gym", "torch=", "torch>", "torch<"))]
+
+
+def build_requirements() -> list[str]:
+    """What ``pip install --no-build-isolation -e .`` needs installed there (pyproject's build-system)."""
+    return list(tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"])
 
 
 def download_command(dest: Path, python_version: str, packages: tuple[str, ...] = WHEELS) -> list[str]:
@@ -248,7 +254,8 @@ def machine(carried: set[str], read: dict[str, str]) -> dict[str, tuple[str, str
 
 
 def check(folders: list[Path], python_version: str, read: dict[str, str] | None = None) -> tuple[bool, str]:
-    """Resolve ``requirements()`` with ``--no-index`` over ``folders`` and the machine's stand-ins."""
+    """Resolve ``requirements()`` and ``build_requirements()`` with ``--no-index`` over ``folders``
+    and the machine's stand-ins."""
     carried = {canonical(p.name.split("-")[0]) for folder in folders for p in folder.glob("*.whl")}
     packages = machine(carried, read or {})
     abi = "cp" + python_version.replace(".", "")
@@ -264,7 +271,8 @@ def check(folders: list[Path], python_version: str, read: dict[str, str] | None 
             [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--no-index", "--ignore-installed",
              "--isolated", *links, "--only-binary=:all:", "--python-version", python_version,
              "--implementation", "cp", "--abi", abi, "--abi", "abi3", "--abi", "none", *platforms,
-             "--target", str(Path(scratch) / "target"), "--report", str(report), *requirements()],
+             "--target", str(Path(scratch) / "target"), "--report", str(report), *requirements(),
+             *build_requirements()],
             capture_output=True,
             text=True,
             env={**{k: v for k, v in os.environ.items() if not k.startswith("PIP_")}, "PIP_CONFIG_FILE": os.devnull},
@@ -289,6 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only resolve offline what is gathered")
     parser.add_argument("--requirements", action="store_true", help="print what the machine installs")
     parser.add_argument(
+        "--build-requirements", action="store_true", help="print what the project's editable install needs"
+    )
+    parser.add_argument(
         "--machine",
         action="append",
         default=[],
@@ -296,8 +307,8 @@ def main(argv: list[str] | None = None) -> int:
         help="a version read on the GPU machine (bench/gpu_setup.sh prints them), for --check",
     )
     args = parser.parse_args(argv)
-    if args.requirements:
-        print("\n".join(requirements()))
+    if args.requirements or args.build_requirements:
+        print("\n".join(requirements() if args.requirements else build_requirements()))
         return 0
     if not args.check:
         gather(args.dest, args.python_version, pyarrow=args.pyarrow)

@@ -81,7 +81,13 @@ _gpu_setup() {
         fi
     fi
 
-    # 3. The project itself, editable, with no download (no build isolation: setuptools is there).
+    # 3. The project itself, editable, with no download: no build isolation (else pip fetches
+    #    setuptools), so pyproject's build requirements (setuptools >= 68) must be installed.
+    local build=()
+    mapfile -t build < <("$py" "$root/bench/gather_wheels.py" --build-requirements)
+    if [ "${#build[@]}" -gt 0 ] && ! "$py" -m pip install -q --no-index "${links[@]}" "${build[@]}"; then
+        _gs_missing "the build requirements ${build[*]} (pip's output above)"
+    fi
     if "$py" -c "import rlvr_gym, sys; sys.exit(0 if rlvr_gym.__file__.startswith('$root/') else 1)" 2>/dev/null; then
         _gs_say "rlvr-gym: already imports from $root"
     elif "$py" -m pip install -q --no-deps --no-build-isolation --no-index -e "$root"; then
