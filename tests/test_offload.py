@@ -47,7 +47,8 @@ def test_small_tensors_stay_and_a_tensor_saved_twice_is_copied_once():
     assert (offload.stats.small, offload.stats.offloaded) == (1, 1)
 
 
-def test_a_decoder_trains_to_the_same_gradients_with_offload():
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_a_decoder_trains_to_the_same_gradients_with_offload(checkpointing):
     from transformers import AutoModelForCausalLM, Qwen2Config
 
     config = Qwen2Config(
@@ -60,7 +61,9 @@ def test_a_decoder_trains_to_the_same_gradients_with_offload():
         tie_word_embeddings=True,
     )
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).train()
+    if checkpointing:  # as TRL sets it: its own saved-tensor hooks nest inside ours
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     ids = torch.randint(0, 128, (4, 32))
 
     def grads(offload):
@@ -79,7 +82,9 @@ def test_a_decoder_trains_to_the_same_gradients_with_offload():
     for name, grad in want.items():
         assert torch.equal(got[name], grad), name
     linears = sum(isinstance(m, torch.nn.Linear) for m in model.modules())
-    assert offload.stats.parameters >= linears  # each projection saved its weight: kept in place
+    # each projection saved its weight, kept in place; with checkpointing the layers' saves are the
+    # checkpoint's own, and what stays ours is outside them (the tied head's weight among them)
+    assert offload.stats.parameters >= (1 if checkpointing else linears)
     assert offload.stats.offloaded > 0 and offload.stats.small > 0
 
 
