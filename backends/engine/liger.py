@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from rlvr_gym.backends.engine.forward import run_as_forward
+from rlvr_gym.backends.engine.head import head_weight_and_bias
 from rlvr_gym.error import InvalidArgument, NotAvailable
 
 UNSUPPORTED_INPUTS = ("pixel_values", "tool_mask", "importance_sampling_ratio")
@@ -59,21 +61,8 @@ def liger_trainer_class(base: type | None = None) -> type:
                 raise NotImplementedError(
                     f"liger_loss does not support inputs {present}; set liger_loss=False"
                 )
-            unwrapped = self.accelerator.unwrap_model(model)
-            prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
-            input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
-            attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-            hidden = last_hidden_states(unwrapped, input_ids, attention_mask, completion_ids.size(1))
-            head = unwrapped.get_output_embeddings()
-            loss, metrics = self.liger_grpo_loss(
-                _input=hidden,
-                lin_weight=head.weight,
-                selected_token_ids=completion_ids,
-                attention_mask=inputs["completion_mask"],
-                advantages=inputs["advantages"],
-                bias=head.bias,
-                old_per_token_logps=inputs.get("old_per_token_logps"),
-                ref_per_token_logps=inputs.get("ref_per_token_logps"),
+            loss, metrics = fused_grpo_loss(
+                self.accelerator.unwrap_model(model), self.liger_grpo_loss, inputs
             )
             mode = "train" if self.model.training else "eval"
             if self.beta != 0.0:
@@ -84,6 +73,33 @@ def liger_trainer_class(base: type | None = None) -> type:
             return loss
 
     return LigerGRPOTrainer
+
+
+def fused_grpo_loss(model: Any, loss_module: Any, inputs: dict[str, Any]) -> tuple[Any, Any]:
+    """``loss_module`` (a ``LigerFusedLinearGRPOLoss``) on a GRPO batch: the decoder's hidden
+    states and the LM head's weight (gathered if FSDP2 left it sharded, ``head.py``), run as
+    ``model``'s forward so a sharding wrapper's hooks fire (``forward.py``). ``(loss, metrics)``."""
+    import torch
+
+    completion_ids = inputs["completion_ids"]
+    input_ids = torch.cat([inputs["prompt_ids"], completion_ids], dim=1)
+    attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+
+    def loss(ids: Any, mask: Any) -> tuple[Any, Any]:
+        hidden = last_hidden_states(model, ids, mask, completion_ids.size(1))
+        weight, bias = head_weight_and_bias(model)
+        return loss_module(
+            _input=hidden,
+            lin_weight=weight,
+            selected_token_ids=completion_ids,
+            attention_mask=inputs["completion_mask"],
+            advantages=inputs["advantages"],
+            bias=bias,
+            old_per_token_logps=inputs.get("old_per_token_logps"),
+            ref_per_token_logps=inputs.get("ref_per_token_logps"),
+        )
+
+    return run_as_forward(model, loss, input_ids, attention_mask)
 
 
 def last_hidden_states(model: Any, input_ids: Any, attention_mask: Any, keep: int) -> Any:

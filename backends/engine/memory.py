@@ -6,15 +6,18 @@ and — on devices without Triton (CPU) — for *every* position, prompt include
 the peak of a step whenever the vocabulary is large (151,936 for Qwen2.5/Qwen3). This module
 runs the same TRL kernel (``ChunkedLogProbFunction``: online log-sum-exp, recomputing backward)
 on the completion positions only, in small tiles, for the policy, old-policy and reference
-passes alike. With ``offload_activations`` the activations saved for backward are kept in CPU
-memory (``torch.autograd.graph.save_on_cpu``); that only changes anything on a GPU.
+passes alike. With ``offload_activations`` the large activations saved for backward are kept in
+CPU memory, parameters never (``offload.py``); that only runs on a GPU.
 """
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+from rlvr_gym.backends.engine.forward import run_as_forward
+from rlvr_gym.backends.engine.head import head_weight_and_bias
 from rlvr_gym.error import InvalidArgument
 
 DEFAULT_TOKEN_CHUNK = 1024
@@ -80,6 +83,43 @@ def completion_hidden_states(model: Any, input_ids: Any, attention_mask: Any, ke
     return hidden[:, :-1, :][:, -keep:, :]
 
 
+def model_completion_logps(
+    model: Any,
+    input_ids: Any,
+    attention_mask: Any,
+    keep: int,
+    *,
+    temperature: float = 1.0,
+    token_chunk: int = DEFAULT_TOKEN_CHUNK,
+    vocab_chunk: int = DEFAULT_VOCAB_CHUNK,
+    entropy: bool = False,
+    autocast: Callable[[], AbstractContextManager[Any]] = nullcontext,
+) -> tuple[Any, Any]:
+    """Log-probs (and entropies) of the last ``keep`` tokens of ``input_ids`` under ``model``.
+
+    Runs as ``model``'s forward (``forward.py``: a sharding wrapper's hooks fire); the decoder runs
+    under ``autocast``; the LM head's weight is read directly (gathered first when FSDP2 left it
+    sharded, ``head.py``) and applied tile by tile.
+    """
+
+    def score(ids: Any, mask: Any) -> tuple[Any, Any]:
+        with autocast():
+            hidden = completion_hidden_states(model, ids, mask, keep)
+        weight, bias = head_weight_and_bias(model)
+        return chunked_completion_logps(
+            hidden,
+            weight,
+            bias,
+            ids[:, -keep:],
+            temperature=temperature,
+            token_chunk=token_chunk,
+            vocab_chunk=vocab_chunk,
+            entropy=entropy,
+        )
+
+    return run_as_forward(model, score, input_ids, attention_mask)
+
+
 def _plain_text_call(kwargs: dict[str, Any]) -> bool:
     """Only text inputs: vision and token-type inputs take TRL's own path."""
     return all(value is None for value in kwargs.values())
@@ -109,6 +149,8 @@ def memory_trainer_class(
 ) -> type:
     """``base`` (a ``GRPOTrainer`` class) with the memory pieces switched on as asked."""
     import torch
+
+    from rlvr_gym.backends.engine.offload import ActivationOffload
 
     class MemoryGRPOTrainer(base):
         def _get_per_token_logps_and_entropies(
@@ -141,23 +183,18 @@ def memory_trainer_class(
                     **extra,
                 )
             batch_size = batch_size or input_ids.size(0)
-            head = unwrapped.get_output_embeddings()
             logps, entropies = [], []
             for start in range(0, input_ids.size(0), batch_size):
-                ids = input_ids[start : start + batch_size]
-                with self.accelerator.autocast():
-                    hidden = completion_hidden_states(
-                        unwrapped, ids, attention_mask[start : start + batch_size], logits_to_keep
-                    )
-                logp, ent = chunked_completion_logps(
-                    hidden,
-                    head.weight,
-                    head.bias,
-                    ids[:, -logits_to_keep:],
+                logp, ent = model_completion_logps(
+                    unwrapped,
+                    input_ids[start : start + batch_size],
+                    attention_mask[start : start + batch_size],
+                    logits_to_keep,
                     temperature=self.temperature,
                     token_chunk=token_chunk,
                     vocab_chunk=vocab_chunk,
                     entropy=compute_entropy,
+                    autocast=self.accelerator.autocast,
                 )
                 logps.append(logp)
                 entropies.append(ent)
@@ -169,7 +206,7 @@ def memory_trainer_class(
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             offload = offload_activations and model.training and torch.cuda.is_available()
-            with torch.autograd.graph.save_on_cpu(pin_memory=True) if offload else nullcontext():
+            with ActivationOffload() if offload else nullcontext():
                 return super().compute_loss(
                     model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
                 )
