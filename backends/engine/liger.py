@@ -17,6 +17,7 @@ from typing import Any
 
 from rlvr_gym.backends.engine.forward import run_as_forward
 from rlvr_gym.backends.engine.head import head_weight_and_bias
+from rlvr_gym.backends.engine.memory import completion_hidden_states
 from rlvr_gym.error import InvalidArgument, NotAvailable
 
 UNSUPPORTED_INPUTS = ("pixel_values", "tool_mask", "importance_sampling_ratio")
@@ -86,7 +87,7 @@ def fused_grpo_loss(model: Any, loss_module: Any, inputs: dict[str, Any]) -> tup
     attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
 
     def loss(ids: Any, mask: Any) -> tuple[Any, Any]:
-        hidden = last_hidden_states(model, ids, mask, completion_ids.size(1))
+        hidden = completion_hidden_states(model, ids, mask, completion_ids.size(1))
         weight, bias = head_weight_and_bias(model)
         return loss_module(
             _input=hidden,
@@ -100,13 +101,3 @@ def fused_grpo_loss(model: Any, loss_module: Any, inputs: dict[str, Any]) -> tup
         )
 
     return run_as_forward(model, loss, input_ids, attention_mask)
-
-
-def last_hidden_states(model: Any, input_ids: Any, attention_mask: Any, keep: int) -> Any:
-    """Final-layer hidden states that predict the last ``keep`` tokens (no LM head applied)."""
-    base = model
-    if hasattr(base, "get_base_model"):  # PEFT: the adapted model, with LoRA layers in place
-        base = base.get_base_model()
-    decoder = base.get_decoder() if hasattr(base, "get_decoder") else base.model
-    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
-    return hidden[:, :-1, :][:, -keep:, :]
