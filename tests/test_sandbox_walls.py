@@ -25,6 +25,9 @@ ATTACKS = (
     "leave-ipc-objects", "ipc-objects-were-left", "leave-marks-on-the-workdir", "marks-were-left-on-the-workdir",
     "touch-dev-null", "expected value in the details", "read-order-shows-the-outcome", "forged pass in 12 attempts",
     "colliding-set", "eight-mb-of-lists", "float-overflow", "deep-answer", "nest-the-workdir", "host folder left",
+    # issue 34: the side channels left open
+    "computed-calls-show-the-outcome", "forged-stop-iteration", "inode-counter-remembers",
+    "clock-phase-between-episodes", "read-the-package-data",
 )  # fmt: skip
 CONTROLS = (
     "control: canonical HumanEval/0", "control: honest code after the marks",
@@ -125,11 +128,17 @@ def test_walls_hold_for_an_ordinary_user():
     assert_walls_hold(_run_probes_as_ordinary_user())
 
 
+FALLBACK_RESIDUAL = ("inode-counter-remembers",)
+"""Open without namespaces, and said so in docs/sandbox-walls.md: the working dir lies on the host's
+disk (no fresh file system per submission without a mount namespace), whose inode allocator shows
+what the last submission left."""
+
+
 def assert_fallback_walls_hold(results: dict) -> None:
     """Without namespaces (RLVR_GYM_SANDBOX_NO_NAMESPACES): Landlock, seccomp and the uid hold
-    every wall, and the missing namespaces are reported, not silent."""
+    every wall but :data:`FALLBACK_RESIDUAL`, and the missing namespaces are reported, not silent."""
     assert all(results[name] is True for name in CONTROLS), results
-    breached = [name for name in ATTACKS if results[name] is not False]
+    breached = [name for name in ATTACKS if results[name] is not False and name not in FALLBACK_RESIDUAL]
     assert not breached, (breached, results["isolation"])
     assert results["marker written"] is False
     isolation = results["isolation"]

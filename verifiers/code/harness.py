@@ -252,12 +252,20 @@ def call_request(name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> d
     }
 
 
+CONTROL_FLOW_EXCEPTIONS = frozenset({"StopIteration", "StopAsyncIteration"})
+"""Builtin exceptions that steer the judge's own test code instead of failing it: raised from a
+proxy inside ``map``/``filter``/an iterator protocol, ``StopIteration`` ends the iteration early
+and the asserts after it never run (``all(map(check, xs))`` held on an empty run). The
+submission's raising one is rebuilt as a ``RuntimeError``, a plain failure of that call."""
+
+
 def _rebuild(reply: Mapping[str, Any]) -> Exception:
-    """The sandbox's exception as a *builtin* exception class (never one the submission made)."""
+    """The sandbox's exception as a *builtin* exception class (never one the submission made),
+    never one of :data:`CONTROL_FLOW_EXCEPTIONS`."""
     name, message = str(reply.get("exc"))[:60], short_reason(str(reply.get("msg")))
     cls = getattr(builtins, name, None)
     error: Exception = RuntimeError(f"{name}: {message}")
-    if isinstance(cls, type) and issubclass(cls, Exception):
+    if isinstance(cls, type) and issubclass(cls, Exception) and name not in CONTROL_FLOW_EXCEPTIONS:
         with contextlib.suppress(Exception):  # e.g. UnicodeDecodeError needs more arguments
             error = cls(message)
     error._from_sandbox = True  # type: ignore[attr-defined] - its message is the submission's own
@@ -283,9 +291,54 @@ def safe_repr(value: Any, limit: int = 100) -> str:
 # ----- test kinds ----------------------------------------------------------------------------------
 
 
+ASSERT_NAME = "__judge_assert__"
+"""The name test code's ``assert`` statements call instead (see :class:`_SoftAsserts`)."""
+
+
+class _SoftAsserts(ast.NodeTransformer):
+    """``assert test, msg`` becomes ``__judge_assert__(test, lambda: msg)``: a failed assert is
+    recorded and the test goes on. Why: a sandbox answers computed-argument calls one at a time,
+    and a test that stopped at its first failing assert made every later call arrive only if the
+    one before had passed — the submission learnt which asserts held. With every assert run to
+    the end, which calls arrive, and in what order, depends only on the test code and the
+    submission's own answers; the verdict is the same (a case fails on its first failed assert)."""
+
+    def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        self.generic_visit(node)
+        message: ast.expr = ast.Constant(None)
+        if node.msg is not None:
+            empty = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+            message = ast.Lambda(args=empty, body=node.msg)
+        call = ast.Call(ast.Name(ASSERT_NAME, ast.Load()), [node.test, message], [])
+        return ast.fix_missing_locations(ast.copy_location(ast.Expr(call), node))
+
+
+@dataclass(slots=True)
+class _Asserts:
+    """The ``__judge_assert__`` of one case: the first failure, kept; the test runs on.
+
+    The message (test code, maybe holding an expected value or a call) is evaluated only when it
+    may be shown (``reveal``) and only for the first failure."""
+
+    reveal: bool
+    failure: AssertionError | None = None
+
+    def __call__(self, test: object, message: Callable[[], object] | None) -> None:
+        if test or self.failure is not None:
+            return
+        text = ""
+        if self.reveal and message is not None:
+            try:
+                text = str(message())
+            except Exception as exc:  # noqa: BLE001 - a message that fails is still a failure
+                text = f"<message raised {type(exc).__name__}>"
+        self.failure = AssertionError(text)
+
+
 @functools.lru_cache(maxsize=1024)
-def _compile_trusted(source: str, label: str) -> tuple[types.CodeType, frozenset[str]]:
-    """Test code compiled once, with the names it reads but never binds (to proxy)."""
+def _compile_trusted(source: str, label: str, soft: bool = False) -> tuple[types.CodeType, frozenset[str]]:
+    """Test code compiled once, with the names it reads but never binds (to proxy); ``soft``:
+    its asserts record and go on (:class:`_SoftAsserts`)."""
     tree = ast.parse(source, label)
     loaded, bound = set(), set()
     for node in ast.walk(tree):
@@ -297,6 +350,8 @@ def _compile_trusted(source: str, label: str) -> tuple[types.CodeType, frozenset
             bound.add(node.arg)
         elif isinstance(node, ast.alias):
             bound.add((node.asname or node.name).split(".")[0])
+    if soft:
+        tree = _SoftAsserts().visit(tree)
     return compile(tree, label, "exec"), frozenset(loaded - bound - set(dir(builtins)))
 
 
@@ -315,17 +370,30 @@ def _run_asserts(spec: Mapping[str, Any], session: Session, outcome: Outcome) ->
         namespace: dict[str, Any] = {"__name__": "__judge__", "__builtins__": builtins}
         if setup:
             exec(_compile_trusted(setup, "<setup>")[0], namespace)  # noqa: S102 - trusted task code
-        code, free = _compile_trusted(case, f"<test {index}>")
+        code, free = _compile_trusted(case, f"<test {index}>", soft=True)
         for name in free | ({entry_point} if entry_point else set()):
             if name == entry_point or name not in namespace:
                 namespace[name] = _proxy(session, name)
+        asserts = namespace[ASSERT_NAME] = _Asserts(outcome.reveal)
+        failure: Exception | None = None
         try:
             exec(code, namespace)  # noqa: S102 - trusted test code; submission values are plain data
         except Exception as exc:  # noqa: BLE001 - a failing test, whatever it raised
-            shown, secret = _describe(exc, outcome.reveal)
-            outcome.fail(f"test {index}: {shown}", secret)
-        else:
+            failure = exc
+        except SandboxGone:  # an answer the case needed only after it had failed: decided
+            if asserts.failure is None:
+                raise
+        except JudgeTimeout:
+            if asserts.failure is not None:
+                shown, secret = _describe(asserts.failure, outcome.reveal)
+                outcome.fail(f"test {index}: {shown}", secret)
+            raise
+        failure = asserts.failure or failure  # the first failed assert, as a stopping test saw it
+        if failure is None:
             outcome.passed += 1
+        else:
+            shown, secret = _describe(failure, outcome.reveal)
+            outcome.fail(f"test {index}: {shown}", secret)
 
 
 def same_value(got: Any, expected: Any) -> bool:

@@ -6,7 +6,8 @@ worker nor a submission can undo what the walls did (no ``mount``, ``unshare``, 
 Built with libseccomp through ``pyseccomp`` (a ctypes binding; no compiler needed). Refused:
 
 * escaping or changing the walls: ``unshare``, ``setns``, ``clone``/``clone3`` with namespace flags,
-  ``mount`` and the new mount API, ``pivot_root``, ``chroot``;
+  ``mount`` and ``umount2`` but in the one form each the worker uses (:data:`MOUNTS`; refused
+  outright to submissions), the new mount API, ``pivot_root``, ``chroot``;
 * reaching other processes or the kernel: ``ptrace``, ``process_vm_*``, ``bpf``, ``keyctl``,
   ``perf_event_open``, ``kexec_*``, module loading, ``userfaultfd``, ``io_uring_*``, ...;
 * running programs (``execve``/``execveat``): a submission is Python code in this process;
@@ -38,7 +39,7 @@ else:
     IMPORT_ERROR = ""
 
 REFUSED = (
-    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount",
+    "unshare", "setns", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount",
     "fspick", "move_mount", "open_tree", "mount_setattr", "ptrace", "process_vm_readv",
     "process_vm_writev", "bpf", "keyctl", "add_key", "request_key", "perf_event_open", "kexec_load",
     "kexec_file_load", "init_module", "finit_module", "delete_module", "userfaultfd",
@@ -56,6 +57,11 @@ METADATA = (
     "utimensat",
 )  # fmt: skip
 """Refused to submissions only (:func:`install_submission_filter`)."""
+MOUNTS = ("mount", "umount2")
+"""Refused to submissions; the worker keeps what it needs to give every submission a fresh
+``/tmp`` (:func:`.rootfs.replace_tmp`): ``mount`` with no flag but ``MS_NOSUID``, ``MS_NODEV`` and
+``MS_MOVE`` (no bind, no remount, no propagation change) and ``umount2`` with exactly ``MNT_DETACH``."""
+WORKER_MOUNT_FLAGS, WORKER_UMOUNT_FLAGS = 0x2 | 0x4 | 0x2000, 0x2
 NAMESPACE_FLAGS = (
     0x00020000,  # CLONE_NEWNS
     0x02000000,  # CLONE_NEWCGROUP
@@ -80,6 +86,10 @@ def install() -> str:
     refuse = seccomp.ERRNO(errno.EPERM)
     rules = _filter()
     _refuse_all(rules, refuse, REFUSED)
+    for bit in range(64):  # any flag outside WORKER_MOUNT_FLAGS
+        if not WORKER_MOUNT_FLAGS & 1 << bit:
+            rules.add_rule(refuse, "mount", seccomp.Arg(3, seccomp.MASKED_EQ, 1 << bit, 1 << bit))
+    rules.add_rule(refuse, "umount2", seccomp.Arg(1, seccomp.NE, WORKER_UMOUNT_FLAGS))
     for flag in NAMESPACE_FLAGS:
         rules.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     # clone3 passes its flags in memory, where a filter cannot look: ENOSYS makes glibc fall
@@ -116,6 +126,6 @@ def install_submission_filter() -> str:
     if seccomp is None:
         raise RuntimeError(f"pyseccomp/libseccomp unavailable ({IMPORT_ERROR})")
     rules = _filter()
-    _refuse_all(rules, seccomp.ERRNO(errno.EPERM), METADATA)
+    _refuse_all(rules, seccomp.ERRNO(errno.EPERM), METADATA + MOUNTS)
     rules.load()
-    return "file metadata calls (chmod, xattrs, timestamps) refused to submissions"
+    return "file metadata calls (chmod, xattrs, timestamps) and mount/umount2 refused to submissions"
