@@ -188,8 +188,12 @@ def _bind(source: str, new_root: str, *, writable: bool = False) -> None:
 
 NEXT_TMP = "/.next-tmp"
 """Where the next ``/tmp`` is made ready before it replaces the current one (:func:`replace_tmp`)."""
+OLD_TMP = "/.old-tmp"
+"""A tmpfs where clean old ``/tmp`` mounts wait to be detached together (see :func:`replace_tmp`)."""
+OLD_TMP_SLOTS = 128
 _UNDER_TMP: list[str] = []
 """The top-most mounts of the runtime under ``/tmp`` (a venv in a CI checkout made by mktemp)."""
+_OLD: list[int] = [0]  # old /tmp mounts waiting in OLD_TMP
 MS_MOVE = 0x2000
 
 
@@ -197,14 +201,24 @@ def _mount_tmp(target: str) -> None:
     mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMP_SIZE},nr_inodes={TMP_INODES},mode=1777")
 
 
-def replace_tmp() -> None:
+def _mount_old_tmp() -> None:
+    mount("tmpfs", OLD_TMP, "tmpfs", MS_NOSUID | MS_NODEV, f"size=64k,nr_inodes={OLD_TMP_SLOTS + 8},mode=0700")
+    _OLD[0] = 0
+
+
+def replace_tmp(dirty: bool) -> None:
     """Give ``/tmp`` a fresh tmpfs (the worker, between two submissions, in its own mount namespace).
 
     Why not empty it: a tmpfs numbers its inodes from a counter of its own, and a counter that
     carried on from one submission to the next was memory between them (make ``k`` files; the
     next submission's first file has a number ``k`` higher). A new tmpfs starts each submission at
-    the same numbers. The runtime's mounts under ``/tmp`` are moved onto the new one first; the
-    old one is detached (whoever still holds it, the fork server's cwd, keeps it until it lets go).
+    the same numbers. The runtime's mounts under ``/tmp`` are moved onto the new one first.
+
+    The old one must go, and a detach waits for an RCU grace period (a quarter of a millisecond
+    on a quiet machine, several on a loaded one): a ``dirty`` one (it holds what the submission
+    left) is detached at once, a clean one is moved aside into :data:`OLD_TMP`, and those are
+    detached together every :data:`OLD_TMP_SLOTS`. Whoever still holds an old one (the fork
+    server's cwd) keeps it until it lets go.
     """
     _mount_tmp(NEXT_TMP)
     for path in _UNDER_TMP:
@@ -215,7 +229,16 @@ def replace_tmp() -> None:
                 os.mkdir(staged)
                 os.chmod(staged, 0o755)
         mount(path, staged, None, MS_MOVE)
-    _check(umount("/tmp"), "umount /tmp")
+    if dirty or _OLD[0] >= OLD_TMP_SLOTS:
+        _check(umount("/tmp"), "umount /tmp")
+        if _OLD[0] >= OLD_TMP_SLOTS:
+            _check(umount(OLD_TMP), "umount the old /tmp mounts")
+            _mount_old_tmp()
+    else:
+        _OLD[0] += 1
+        slot = f"{OLD_TMP}/{_OLD[0]}"
+        os.mkdir(slot)
+        mount("/tmp", slot, None, MS_MOVE)
     mount(NEXT_TMP, "/tmp", None, MS_MOVE)
 
 
@@ -231,6 +254,7 @@ def pivot_to_minimal_root(new_root: str) -> str:
     # bound on top of it and stays visible; the wipe leaves mount points alone.
     os.makedirs(new_root + "/tmp")
     os.makedirs(new_root + NEXT_TMP)
+    os.makedirs(new_root + OLD_TMP)
     _mount_tmp(new_root + "/tmp")
     targets = list(_runtime_roots())
     for path in targets:
@@ -256,6 +280,7 @@ def pivot_to_minimal_root(new_root: str) -> str:
     _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
     os.chdir("/")
     mount("none", "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _mount_old_tmp()
     tempfile.tempdir = "/tmp"
     return (
         f"minimal root (pivot_root): {describe_runtime(sites)}; {', '.join(DEVICES)}; "

@@ -156,7 +156,16 @@ class Workspace:
         self._lock(writable=True)
         empty_tree(private)
         self._make()
+        self.clean = self._usage()
         self._lock(writable=False)
+
+    def _usage(self) -> tuple[int, int] | None:
+        """Free blocks and inodes of our own tmpfs: unchanged since it was new means the
+        submission left nothing there (every entry takes an inode)."""
+        if not self.own_mount:
+            return None
+        usage = os.statvfs(self.private)
+        return usage.f_bfree, usage.f_ffree
 
     def _make(self) -> None:
         os.mkdir(self.workdir, 0o700)
@@ -190,7 +199,7 @@ class Workspace:
         try:
             if self.own_mount:  # all of it replaced (see the module)
                 os.chdir("/")
-                rootfs.replace_tmp()
+                rootfs.replace_tmp(dirty=self._usage() != self.clean)
                 self._make()
                 os.chdir(self.workdir)
                 return
