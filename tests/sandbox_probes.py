@@ -410,6 +410,10 @@ def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
         "ptrace-traceme": LIBC + "def f():\n    return 'escaped' if libc.ptrace(0, 0, 0, 0) == 0 else 'no'",
         "mount-tmpfs": LIBC
         + "def f():\n    return 'escaped' if libc.mount(b'none', b'.', b'tmpfs', 0, None) == 0 else 'no'",
+        "mount-as-the-worker-may": LIBC  # the worker's filter lets these two forms through
+        + "def f():\n    new = libc.mount(b'tmpfs', b'.', b'tmpfs', 6, None) == 0\n"
+        "    moved = libc.mount(b'/tmp', b'.', None, 0x2000, None) == 0 or libc.umount2(b'/tmp', 2) == 0\n"
+        "    return 'escaped' if new or moved else 'no'",
         "no-seccomp": LIBC + "def f():\n    return 'escaped' if libc.prctl(21, 0, 0, 0, 0) != 2 else 'no'",
         "write-outside": f"def f():\n    open({marker!r}, 'w').write('x')\n    return 'escaped'",
         "shell-reads-data": "import subprocess\ndef f():\n    out = subprocess.run(['/bin/sh', '-c', "

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROBE_USER = "rlvr-sandbox-probe"
 ATTACKS = (
     "read-etc-passwd", "read-data-file", "list-project-sources", "list-host-pids", "signal-a-host-pid", "kill-the-worker",
-    "connect-127.0.0.1", "unshare-newuser", "ptrace-traceme", "mount-tmpfs", "no-seccomp",
+    "connect-127.0.0.1", "unshare-newuser", "ptrace-traceme", "mount-tmpfs", "mount-as-the-worker-may", "no-seccomp",
     "write-outside", "shell-reads-data", "system-python", "forged HumanEval/0 from the data file",
     "read-the-judges-memory", "kill-every-process", "find-an-answer-key", "a-process-was-left-behind",
     # issue 24: channels between submissions, the judge's soft spots, what the verdict shows
