@@ -301,7 +301,9 @@ def issue34_probes(pool: SandboxPool, verifier: CodeVerifier) -> dict[str, objec
     results: dict[str, object] = {"read-the-package-data": package_data_probe(verifier)}
     oracle = verifier(fenced(ORACLE), {"tests": ORACLE_TESTS})
     results["computed-calls-show-the-outcome"] = oracle.score != 0.5 or oracle.reason is Reason.ERROR
-    results["forged-stop-iteration"] = _breached(verifier(fenced(STOP_ITERATION), {"tests": STOP_ITERATION_TESTS}))
+    results["forged-stop-iteration"] = _breached(
+        verifier(fenced(STOP_ITERATION), {"tests": STOP_ITERATION_TESTS})
+    )
     plain = PythonTool(limits=verifier.limits, pool=pool, restricted=False)
     seen = []
     for count in (0, 40):

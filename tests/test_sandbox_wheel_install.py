@@ -51,7 +51,16 @@ def _install(where: Path) -> str:
     venv = where / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = str(venv / "bin" / "python")
-    install = [*pip, "--python", python, "install", "--no-deps", "--no-index", "--ignore-installed", str(wheel)]
+    install = [
+        *pip,
+        "--python",
+        python,
+        "install",
+        "--no-deps",
+        "--no-index",
+        "--ignore-installed",
+        str(wheel),
+    ]
     subprocess.run(install, check=True, timeout=300, env=env)
     site = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],

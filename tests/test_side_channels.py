@@ -35,7 +35,9 @@ def test_which_computed_calls_arrive_does_not_follow_the_asserts():
     """Case 0 fails its first assert; its next call (computed argument) must still arrive, and
     the verdicts stay what a stopping test gave: case 0 failed, on its assert."""
     with SandboxPool(1) as pool:
-        verdict = CodeVerifier(limits=FAST, pool=pool, restricted=False)(fenced(ORACLE), {"tests": ORACLE_TESTS})
+        verdict = CodeVerifier(limits=FAST, pool=pool, restricted=False)(
+            fenced(ORACLE), {"tests": ORACLE_TESTS}
+        )
     assert verdict.score == 0.5 and verdict.reason is Reason.WRONG_ANSWER, verdict
     assert verdict.details["failures"][0].startswith("test 0: AssertionError"), verdict.details
 
@@ -59,7 +61,9 @@ def test_each_submission_gets_a_tmp_with_fresh_inode_numbers():
             pytest.skip("no mount namespace here: the fallback's residual (docs/sandbox-walls.md)")
         seen = []
         for count in (0, 30, 0):
-            assert tool.run(INODE_SENDER.format(count) + "open('/tmp/also-here', 'w').close()\n").status == "ok"
+            assert (
+                tool.run(INODE_SENDER.format(count) + "open('/tmp/also-here', 'w').close()\n").status == "ok"
+            )
             seen.append(tool.run(INODE_RECEIVER).output)
         files = tool.run("import os\nprint(sorted(os.listdir('/tmp')))").output  # and nothing was left
     assert seen[0] and seen[0] == seen[1] == seen[2], seen

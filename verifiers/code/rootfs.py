@@ -202,7 +202,9 @@ def _mount_tmp(target: str) -> None:
 
 
 def _mount_old_tmp() -> None:
-    mount("tmpfs", OLD_TMP, "tmpfs", MS_NOSUID | MS_NODEV, f"size=64k,nr_inodes={OLD_TMP_SLOTS + 8},mode=0700")
+    mount(
+        "tmpfs", OLD_TMP, "tmpfs", MS_NOSUID | MS_NODEV, f"size=64k,nr_inodes={OLD_TMP_SLOTS + 8},mode=0700"
+    )
     _OLD[0] = 0
 
 
