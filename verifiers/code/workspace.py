@@ -199,7 +199,10 @@ class Workspace:
         try:
             if self.own_mount:  # all of it replaced (see the module)
                 os.chdir("/")
-                rootfs.replace_tmp(dirty=self._usage() != self.clean)
+                dirty = self._usage() != self.clean
+                if dirty:  # freed now, not when the fork server lets go of the old one
+                    empty_tree(self.private)
+                rootfs.replace_tmp(dirty=dirty)
                 self._make()
                 os.chdir(self.workdir)
                 return
