@@ -43,8 +43,12 @@ def wheel_python() -> Iterator[str]:
 def _install(where: Path) -> str:
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # no checkout on the path
+    source = where / "source"  # a copy: building in the checkout would leave build/ there
+    shutil.copytree(
+        ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(".*", "build", "*.egg-info", "__pycache__")
+    )
     subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(where / "dist"), str(ROOT)],
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(where / "dist"), str(source)],
         check=True, capture_output=True, timeout=300, env=env,
     )  # fmt: skip
     (wheel,) = (where / "dist").glob("rlvr_gym-*.whl")
