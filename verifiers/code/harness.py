@@ -14,7 +14,9 @@ Hence:
 * no outcome shows before the verdict: every answer planned ahead is read in full before any
   test code runs (a judge that read answer i+1 only once assert i held told a submission that
   blocked on a large answer which asserts passed), and where the plan covers every call the
-  sandbox is closed before judging begins;
+  sandbox is closed before judging begins; calls the plan cannot cover (computed arguments) go
+  by round trip, and since test code's asserts record a failure and go on (:func:`_soften`),
+  which of them arrive does not follow from which asserts held;
 * verdict details name no expected value and no test source unless the env opts in
   (``reveal_tests``): a failing case says which case and what the submission did.
 

@@ -2,12 +2,12 @@
 
 Loaded once into the worker after it has built its walls (namespaces, root, mounts), so every
 submission process forked from it inherits the filter at no per-submission cost, and neither the
-worker nor a submission can undo what the walls did (no ``mount``, ``unshare``, ``setns``...).
+worker nor a submission can undo what the walls did (no bind or remount, ``unshare``, ``setns``...).
 Built with libseccomp through ``pyseccomp`` (a ctypes binding; no compiler needed). Refused:
 
 * escaping or changing the walls: ``unshare``, ``setns``, ``clone``/``clone3`` with namespace flags,
-  ``mount`` and ``umount2`` but in the one form each the worker uses (:data:`MOUNTS`; refused
-  outright to submissions), the new mount API, ``pivot_root``, ``chroot``;
+  ``mount`` and ``umount2`` but in the forms the worker uses (:data:`MOUNTS`; refused outright
+  to submissions), the new mount API, ``pivot_root``, ``chroot``;
 * reaching other processes or the kernel: ``ptrace``, ``process_vm_*``, ``bpf``, ``keyctl``,
   ``perf_event_open``, ``kexec_*``, module loading, ``userfaultfd``, ``io_uring_*``, ...;
 * running programs (``execve``/``execveat``): a submission is Python code in this process;

@@ -204,6 +204,7 @@ class Workspace:
                     empty_tree(self.private)
                 rootfs.replace_tmp(dirty=dirty)
                 self._make()
+                self.clean = self._usage()
                 os.chdir(self.workdir)
                 return
             self._lock(writable=True)
