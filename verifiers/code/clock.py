@@ -4,8 +4,9 @@ Why: a program that can read the wall clock finely can *end* at a chosen phase o
 until ``now % 50 ms == v``), and the next submission on the same worker, starting a fixed time
 later, reads ``v`` back: memory between submissions (and between tool episodes) through the
 clock. Under the policy the only clock a submission can import is ``datetime`` (``time`` is not
-allowed), so it gets :data:`DATETIME`, CPython's pure-Python ``datetime`` (the same classes and
-behaviour, run from ``datetime.py`` without its C accelerator) whose clock is :func:`now`:
+allowed), so it gets CPython's pure-Python ``datetime`` (the same classes and
+behaviour, run from ``datetime.py`` without its C accelerator, :func:`datetime_module`) whose
+clock is :func:`now`:
 
 * the first reading in a sandbox is the start of the current UTC day, to the microsecond;
 * later readings add the time elapsed since that first one (``time.monotonic``).
@@ -20,6 +21,7 @@ for that residual.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 import time
@@ -79,5 +81,8 @@ def _pure_datetime() -> types.ModuleType:
     return module
 
 
-DATETIME = _pure_datetime()
-"""The ``datetime`` module policy-compiled programs import (made once, in the worker)."""
+@functools.cache
+def datetime_module() -> types.ModuleType:
+    """The ``datetime`` module policy-compiled programs import: made once per worker, before its
+    walls (:func:`.policy.preload_modules`), so every sandbox inherits it ready."""
+    return _pure_datetime()
