@@ -67,7 +67,7 @@ def test_each_submission_gets_a_tmp_with_fresh_inode_numbers():
             seen.append(tool.run(INODE_RECEIVER).output)
         files = tool.run("import os\nprint(sorted(os.listdir('/tmp')))").output  # and nothing was left
     assert seen[0] and seen[0] == seen[1] == seen[2], seen
-    assert files.strip() == "['work']", files
+    assert "also-here" not in files and "work" in files, files  # (a runtime under /tmp may show too)
 
 
 def test_the_policys_datetime_reads_elapsed_time_only(monkeypatch):
