@@ -492,6 +492,7 @@ def run_package_data(namespaces: bool | None = None) -> dict[str, object]:
             "read-the-package-data": breached or package_data_probe(verifier),  # and on a fresh /tmp
             "control: honest code after a fresh /tmp": verifier(fenced(HONEST_SQUARE), honest).passed,
             "package": rlvr_gym.__file__,
+            "RestrictedPython": __import__("RestrictedPython").__file__,
             "data": package_data(),
             "isolation": pool.isolation,
         }

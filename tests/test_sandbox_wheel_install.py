@@ -70,7 +70,12 @@ def _install(where: Path) -> str:
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True, capture_output=True, text=True,
     ).stdout.strip()  # fmt: skip
-    Path(site, "deps-from-the-test-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    deps = sysconfig.get_paths()["purelib"]
+    Path(site, "deps-from-the-test-venv.pth").write_text(deps + "\n")
+    # the sandbox's own imports from this venv too: the worker shows them from under /tmp (a CI
+    # checkout's layout), bound inside a hidden site-packages that each fresh /tmp takes along
+    shutil.copytree(Path(deps, "RestrictedPython"), Path(site, "RestrictedPython"))
+    shutil.copy(Path(deps, "pyseccomp.py"), Path(site, "pyseccomp.py"))
     data = [p for p in Path(site, "rlvr_gym").rglob("mbpp_fixture.jsonl")]
     assert data and all(os.stat(p).st_mode & 0o004 for p in data)  # readable by anyone but for the walls
     return python
@@ -86,6 +91,7 @@ def _probe(command: list[str]) -> dict:
     assert "site-packages" in results["package"], results["package"]  # the wheel's copy, not the checkout
     assert any(p.endswith("mbpp_fixture.jsonl") for p in results["data"]), results["data"]
     assert results["control: honest code after a fresh /tmp"] is True  # the runtime under /tmp moved along
+    assert "RestrictedPython" in results["isolation"]["filesystem"], results["isolation"]
     return results
 
 

@@ -208,6 +208,22 @@ def _mount_old_tmp() -> None:
     _OLD[0] = 0
 
 
+def _mount_point(path: str, top: str, *, directory: bool) -> None:
+    """``path`` below ``top`` made as a mount point for a folder or a file (a one-file module),
+    every folder on the way readable by all whatever our umask."""
+    folder = top
+    for part in path[len(top) + 1 :].split("/")[:-1]:
+        folder += "/" + part
+        if not os.path.isdir(folder):
+            os.mkdir(folder)
+            os.chmod(folder, 0o755)
+    if directory:
+        os.mkdir(path)
+        os.chmod(path, 0o755)
+    else:
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
+
+
 def replace_tmp(dirty: bool) -> None:
     """Give ``/tmp`` a fresh tmpfs (the worker, between two submissions, in its own mount namespace).
 
@@ -224,12 +240,8 @@ def replace_tmp(dirty: bool) -> None:
     """
     _mount_tmp(NEXT_TMP)
     for path in _UNDER_TMP:
-        staged = NEXT_TMP
-        for part in path.split("/")[2:]:  # each folder readable by all, whatever our umask
-            staged += "/" + part
-            if not os.path.isdir(staged):
-                os.mkdir(staged)
-                os.chmod(staged, 0o755)
+        staged = NEXT_TMP + path[len("/tmp") :]
+        _mount_point(staged, NEXT_TMP, directory=os.path.isdir(path))
         mount(path, staged, None, MS_MOVE)
     if dirty or _OLD[0] >= OLD_TMP_SLOTS:
         _check(umount("/tmp"), "umount /tmp")
