@@ -246,6 +246,11 @@ INODE_RECEIVER = "import os\nopen('x', 'w').close()\nprint(os.stat('x').st_ino, 
 """Memory through the inode counter of the working dir's file system: the receiver's new file
 gets a number that says how many the sender made, unless each submission has a fresh one."""
 
+PID_SENDER = "import os\nfor i in range({}):\n    if os.fork() == 0:\n        os._exit(0)\n    os.wait()\n"
+PID_RECEIVER = "import os\nprint(os.getpid())\n"
+"""Memory through the pid counter: the receiver's pid says how many processes the sender forked,
+unless every submission starts from the same point of its PID namespace's counter."""
+
 CLOCK_PHASE = """import datetime
 def phase():
     return datetime.datetime.now().microsecond // 100000
@@ -310,6 +315,11 @@ def issue34_probes(pool: SandboxPool, verifier: CodeVerifier) -> dict[str, objec
         plain.run(INODE_SENDER.format(count))
         seen.append(plain.run(INODE_RECEIVER).output)
     results["inode-counter-remembers"] = seen[0] != seen[1] or not seen[0]
+    pids = []
+    for count in (0, 25):
+        plain.run(PID_SENDER.format(count))
+        pids.append(plain.run(PID_RECEIVER).output)
+    results["pid-counter-remembers"] = pids[0] != pids[1] or not pids[0]
     tool = PythonTool(limits=verifier.limits, pool=pool, restricted=True)
 
     def passed_on(value: int) -> str:

@@ -27,7 +27,7 @@ ATTACKS = (
     "colliding-set", "eight-mb-of-lists", "float-overflow", "deep-answer", "nest-the-workdir", "host folder left",
     # issue 34: the side channels left open
     "computed-calls-show-the-outcome", "forged-stop-iteration", "inode-counter-remembers",
-    "clock-phase-between-episodes", "read-the-package-data",
+    "clock-phase-between-episodes", "read-the-package-data", "pid-counter-remembers",
 )  # fmt: skip
 CONTROLS = (
     "control: canonical HumanEval/0", "control: honest code after the marks",
@@ -128,10 +128,10 @@ def test_walls_hold_for_an_ordinary_user():
     assert_walls_hold(_run_probes_as_ordinary_user())
 
 
-FALLBACK_RESIDUAL = ("inode-counter-remembers",)
+FALLBACK_RESIDUAL = ("inode-counter-remembers", "pid-counter-remembers")
 """Open without namespaces, and said so in docs/sandbox-walls.md: the working dir lies on the host's
 disk (no fresh file system per submission without a mount namespace), whose inode allocator shows
-what the last submission left."""
+what the last submission left; pids come from the host's counter (no PID namespace)."""
 
 
 def assert_fallback_walls_hold(results: dict) -> None:

@@ -24,6 +24,8 @@ from tests.sandbox_probes import (
     INODE_SENDER,
     ORACLE,
     ORACLE_TESTS,
+    PID_RECEIVER,
+    PID_SENDER,
     STOP_ITERATION,
     STOP_ITERATION_TESTS,
 )
@@ -68,6 +70,18 @@ def test_each_submission_gets_a_tmp_with_fresh_inode_numbers():
         files = tool.run("import os\nprint(sorted(os.listdir('/tmp')))").output  # and nothing was left
     assert seen[0] and seen[0] == seen[1] == seen[2], seen
     assert "also-here" not in files and "work" in files, files  # (a runtime under /tmp may show too)
+
+
+def test_each_submission_starts_at_the_same_pid():
+    with SandboxPool(1) as pool:
+        if "PID namespace of the submissions' own" not in pool.isolation["pid"]:
+            pytest.skip("no PID namespace of the submissions' own here (the fallback's residual)")
+        tool = PythonTool(limits=FAST, pool=pool, restricted=False)
+        pids = []
+        for count in (0, 25, 3):
+            assert tool.run(PID_SENDER.format(count)).status == "ok"
+            pids.append(tool.run(PID_RECEIVER).output)
+    assert pids[0] and pids[0] == pids[1] == pids[2], pids
 
 
 def test_the_policys_datetime_reads_elapsed_time_only(monkeypatch):
