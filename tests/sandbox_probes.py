@@ -251,6 +251,9 @@ PID_RECEIVER = "import os\nprint(os.getpid())\n"
 """Memory through the pid counter: the receiver's pid says how many processes the sender forked,
 unless every submission starts from the same point of its PID namespace's counter."""
 
+PIDFD_RECEIVER = "import os\ntry:\n    print(os.fstat(os.pidfd_open(os.getpid())).st_ino)\nexcept OSError:\n    print('refused')\n"
+"""Memory through the kernel-wide counter of pidfd inodes, which every fork moves on."""
+
 CLOCK_PHASE = """import datetime
 def phase():
     return datetime.datetime.now().microsecond // 100000
@@ -320,6 +323,11 @@ def issue34_probes(pool: SandboxPool, verifier: CodeVerifier) -> dict[str, objec
         plain.run(PID_SENDER.format(count))
         pids.append(plain.run(PID_RECEIVER).output)
     results["pid-counter-remembers"] = pids[0] != pids[1] or not pids[0]
+    inodes = []
+    for count in (0, 25):
+        plain.run(PID_SENDER.format(count))
+        inodes.append(plain.run(PIDFD_RECEIVER).output.strip())
+    results["pidfd-inode-remembers"] = inodes != ["refused", "refused"]
     tool = PythonTool(limits=verifier.limits, pool=pool, restricted=True)
 
     def passed_on(value: int) -> str:

@@ -28,6 +28,7 @@ ATTACKS = (
     # issue 34: the side channels left open
     "computed-calls-show-the-outcome", "forged-stop-iteration", "inode-counter-remembers",
     "clock-phase-between-episodes", "read-the-package-data", "pid-counter-remembers",
+    "pidfd-inode-remembers",
 )  # fmt: skip
 CONTROLS = (
     "control: canonical HumanEval/0", "control: honest code after the marks",

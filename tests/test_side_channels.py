@@ -26,6 +26,7 @@ from tests.sandbox_probes import (
     ORACLE_TESTS,
     PID_RECEIVER,
     PID_SENDER,
+    PIDFD_RECEIVER,
     STOP_ITERATION,
     STOP_ITERATION_TESTS,
 )
@@ -82,6 +83,14 @@ def test_each_submission_starts_at_the_same_pid():
             assert tool.run(PID_SENDER.format(count)).status == "ok"
             pids.append(tool.run(PID_RECEIVER).output)
     assert pids[0] and pids[0] == pids[1] == pids[2], pids
+
+
+def test_a_submission_cannot_open_a_pidfd():
+    """A pidfd's inode number counts every fork on the host: refused, in every mode."""
+    with SandboxPool(1) as pool:
+        tool = PythonTool(limits=FAST, pool=pool, restricted=False)
+        assert tool.run(PID_SENDER.format(3)).status == "ok"  # forking itself still works
+        assert tool.run(PIDFD_RECEIVER).output.strip() == "refused"
 
 
 def test_the_policys_datetime_reads_elapsed_time_only(monkeypatch):

@@ -20,7 +20,7 @@ Built with libseccomp through ``pyseccomp`` (a ctypes binding; no compiler neede
 
 :func:`install_submission_filter` stacks a second filter on the fork server, inherited by every
 submission but not by the worker: the calls that change a file's metadata (mode, extended
-attributes, timestamps). Landlock does not govern them, so without it a submission could change
+attributes, timestamps), ``mount``/``umount2`` and pidfds (:data:`PIDFDS`). Landlock does not govern them, so without it a submission could change
 the host's files it can name (``/dev/null``'s timestamps) or its working dir's, a channel to the
 next submission; the worker keeps them, to clean up after a submission.
 """
@@ -57,6 +57,11 @@ METADATA = (
     "utimensat",
 )  # fmt: skip
 """Refused to submissions only (:func:`install_submission_filter`)."""
+PIDFDS = ("pidfd_open",)
+"""Refused to submissions, with ``clone``'s ``CLONE_PIDFD``: a pidfd's inode number comes from a
+kernel-wide counter that every fork moves on, so it showed how many processes the previous
+submission had made."""
+CLONE_PIDFD = 0x00001000
 MOUNTS = ("mount", "umount2")
 """Refused to submissions; the worker keeps what it needs to give every submission a fresh
 ``/tmp`` (:func:`.rootfs.replace_tmp`): ``mount`` with no flag but ``MS_NOSUID``, ``MS_NODEV`` and
@@ -126,6 +131,8 @@ def install_submission_filter() -> str:
     if seccomp is None:
         raise RuntimeError(f"pyseccomp/libseccomp unavailable ({IMPORT_ERROR})")
     rules = _filter()
-    _refuse_all(rules, seccomp.ERRNO(errno.EPERM), METADATA + MOUNTS)
+    refuse = seccomp.ERRNO(errno.EPERM)
+    _refuse_all(rules, refuse, METADATA + MOUNTS + PIDFDS)
+    rules.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_PIDFD, CLONE_PIDFD))
     rules.load()
-    return "file metadata calls (chmod, xattrs, timestamps) and mount/umount2 refused to submissions"
+    return "file metadata calls (chmod, xattrs, timestamps), mount/umount2 and pidfds refused to submissions"
