@@ -236,7 +236,9 @@ def test_the_shaped_echo_copy_and_filler_of_the_request_score_zero(env):
         subject = Subject(task, env.question(task), env.reference_completion(task))
         exploits = instruction_echo(subject)
         assert {e.name for e in exploits} >= {"echo_shaped", "lorem_on_topic", "generic_filler"}
-        for exploit, verdict in zip(exploits, env.verify_batch([e.completion for e in exploits], [task] * len(exploits))):
+        for exploit, verdict in zip(
+            exploits, env.verify_batch([e.completion for e in exploits], [task] * len(exploits)), strict=True
+        ):
             assert verdict.score == 0.0 and verdict.reason is Reason.BAD_FORMAT, (exploit.name, task["index"])
 
 
@@ -256,7 +258,9 @@ def test_an_answer_in_a_non_latin_script_has_words_and_passes(language):
     task = {
         "prompt": "Write a short description of the sea and the people who live by it.",
         "instructions": [{"id": "language:response_language", "kwargs": {"language": language}}],
-        "descriptions": [f"Your ENTIRE response should be in {language} language, no other language is allowed."],
+        "descriptions": [
+            f"Your ENTIRE response should be in {language} language, no other language is allowed."
+        ],
     }
     verdict = InstructionsFollowed()(NON_LATIN[language], task)
     assert verdict.passed, verdict.details

@@ -45,16 +45,21 @@ ASCII_SHARE = 0.8
 """A response whose words are at least this share ASCII is held to English's function words
 (where the task does not ask for another language)."""
 
-FUNCTION_WORDS = frozenset(
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+FUNCTION_WORDS = _wordset(
     """a about after all also am an and any are as at be because been before but by can could did
     do does each for from had has have he her here his how i if in into is it its just may me might
     more most my no not now of on once one only or other our out over she should so some such than
     that the their them then there these they this those through to too under up us very was we
-    were what when where which while who why will with would you your""".split()
+    were what when where which while who why will with would you your"""
 )
 """English function words: a reply in English is about a third of them; word lists have none."""
 
-COMMON_WORDS = FUNCTION_WORDS | frozenset(
+COMMON_WORDS = FUNCTION_WORDS | _wordset(
     """many much lot lots great good well better best new old long short little big small first
     last next every thing things part parts way ways time times day days year years people person
     make makes made use uses used using help helps helped keep keeps get gets take takes give gives
@@ -65,7 +70,7 @@ COMMON_WORDS = FUNCTION_WORDS | frozenset(
     start set look show shows try call called stay stays hold holds leave live free home hour hours
     week weeks night morning early late half four ten second act line point points anyone
     everything far room plan offer continue went wrong lost feels learn build builds grow move
-    moving watch slow slowly steady easier useful local special normal clear""".split()
+    moving watch slow slowly steady easier useful local special normal clear"""
 )
 """Words any filler uses: never counted as the content an answer supplies."""
 
@@ -173,9 +178,9 @@ def substance_problem(text: str, task: Mapping[str, Any]) -> str | None:
     if len(trigrams) >= 12 and len(set(trigrams)) < MIN_FRESH_NGRAMS * len(trigrams):
         return "one passage repeated: filler"
     ascii_words = sum(t.isascii() for t in tokens)
-    if _expects_english(task) and ascii_words >= ASCII_SHARE * len(tokens):
-        if sum(t in FUNCTION_WORDS for t in tokens) < MIN_FUNCTION_SHARE * len(tokens):
-            return "not sentences: too few function words for English (a word list or filler)"
+    english = _expects_english(task) and ascii_words >= ASCII_SHARE * len(tokens)
+    if english and sum(t in FUNCTION_WORDS for t in tokens) < MIN_FUNCTION_SHARE * len(tokens):
+        return "not sentences: too few function words for English (a word list or filler)"
     topic = {t.lower() for t in task.get("topic", ())}
     if topic and not topic & set(tokens):
         return "off topic: none of the prompt's topic words"
