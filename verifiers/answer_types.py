@@ -4,7 +4,7 @@ A peer's scorer is written for honest answers; under a policy it pays what it sh
 (reasoning-gym 0.1.25: ``-8`` for ``8``, ``8 or 9`` in one tag, a sorted list off by one, any
 non-empty answer where the gold is ``True``). Where the gold's type is one of these, the answer
 must be one value of that type and equal to the gold — a plain number (``6``, ``6.0``, ``6,000``,
-``$6$``), a bool (``true``/``false``/``yes``/``no``, case ignored), a flat list of numbers
+``$6$``, ``3.05e-05``), a bool (``true``/``false``/``yes``/``no``, case ignored), a flat list of numbers
 (``[1, 2.5]`` or ``['1', '2.5']``, same order). Otherwise :func:`typed_match` returns ``None`` and
 the caller falls back to the peer's own scorer. Nothing here evaluates text: numbers go through
 :func:`~rlvr_gym.verifiers.basic.parse_number`'s whitelist, lists through a split on commas.
@@ -12,6 +12,7 @@ the caller falls back to the peer's own scorer. Nothing here evaluates text: num
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 from rlvr_gym.verifiers.basic import parse_number, strip_markup
@@ -20,6 +21,8 @@ MAX_LIST_ITEMS = 1_000
 """A list gold longer than this is left to the peer (no answer type is inferred)."""
 
 _BOOLS = {"true": True, "false": False, "yes": True, "no": False}
+_SCIENTIFIC = re.compile(r"[+-]?\d+(?:\.\d+)?[eE][+-]?\d{1,3}")
+"""``3.05e-05``: a bounded exponent only (Decimal keeps it exact and small)."""
 
 
 def _bool(text: str) -> bool | None:
@@ -27,7 +30,10 @@ def _bool(text: str) -> bool | None:
 
 
 def _number(text: str) -> Decimal | None:
-    return parse_number(strip_markup(text))
+    bare = strip_markup(text)
+    if _SCIENTIFIC.fullmatch(bare.strip()):
+        return Decimal(bare.strip())
+    return parse_number(bare)
 
 
 def _numbers(text: str) -> list[Decimal] | None:
