@@ -89,11 +89,35 @@ HARDENED_CHECKS = frozenset({"game_of_life_halting"})
 (its gold is a bool, judged by :func:`~rlvr_gym.verifiers.answer_types.typed_match`)."""
 
 
+_THROUGH = "under hardened scoring the audit's {} exploits still get reasoning-gym's full marks (e.g. {})"
+HARDENED_AUDIT_FAILS: dict[str, str] = {
+    "cryptarithm": _THROUGH.format("hedging", "two answer tags, the gold last"),
+    "fraction_simplification": _THROUGH.format("hedging", "'gold or wrong' in one tag"),
+    "intermediate_integration": _THROUGH.format("hedging", "two answers, one wrong"),
+    "kakurasu": _THROUGH.format("near_miss", "the grid negated"),
+    "knights_knaves": _THROUGH.format("hedging and near_miss", "the statement negated"),
+    "letter_jumble": _THROUGH.format("hedging", "'gold or wrong' in one tag"),
+    "polynomial_equations": _THROUGH.format("hedging", "two answers, one wrong"),
+    "puzzle24": _THROUGH.format("echo", "another task's solution"),
+    "quantum_lock": _THROUGH.format("hedging and near_miss", "the sequence negated"),
+    "simple_integration": _THROUGH.format("hedging", "two answers, one wrong"),
+    "sokoban": _THROUGH.format("hedging and near_miss", "the moves negated"),
+    "spell_backward": _THROUGH.format("hedging", "'gold or wrong' in one tag"),
+    "time_intervals": _THROUGH.format("hedging", "a tag and a box, the gold last"),
+    "word_sorting": _THROUGH.format("hedging", "a tag and a box, the gold last"),
+}
+"""Datasets whose hardened scoring does not pass our audit (``bench/reasoning_gym_audit.py``,
+three tasks each, 2026-11-27): reasoning-gym's own scorer, which hardened scoring still needs for
+their answers (no number, bool or list of numbers), pays an exploit. Hardened refuses them."""
+
+
 def cannot_check(hardened: bool) -> dict[str, str]:
-    """The datasets that cannot be checked with this scoring, and why."""
+    """The datasets that cannot be checked with this scoring, and why: with ``hardened``, those
+    of :data:`CANNOT_CHECK` it does not fix and those of :data:`HARDENED_AUDIT_FAILS`."""
     if not hardened:
         return dict(CANNOT_CHECK)
-    return {name: why for name, why in CANNOT_CHECK.items() if name not in HARDENED_CHECKS}
+    kept = {name: why for name, why in CANNOT_CHECK.items() if name not in HARDENED_CHECKS}
+    return {**kept, **HARDENED_AUDIT_FAILS}
 
 
 def env_id(name: str) -> str:

@@ -17,6 +17,7 @@ from rlvr_gym import envs
 from rlvr_gym.envs.reasoning_gym_bridge import (
     CANNOT_CHECK,
     DATASET_NAMES,
+    HARDENED_AUDIT_FAILS,
     cannot_check,
     env_id,
     extract_answer,
@@ -174,12 +175,30 @@ def test_hardened_accepts_renderings_of_the_same_value():
 def test_hardened_refuses_the_datasets_it_cannot_check_and_checks_game_of_life_halting():
     with pytest.raises(InvalidArgument, match="cannot be checked, so hardened=True refuses it"):
         envs.make(env_id("boxnet"), hardened=True)
-    assert set(cannot_check(hardened=True)) == set(CANNOT_CHECK) - {"game_of_life_halting"}
+    with pytest.raises(InvalidArgument, match="exploits still get reasoning-gym's full marks"):
+        envs.make(env_id("spell_backward"), hardened=True)
+    assert set(cannot_check(hardened=True)) == (set(CANNOT_CHECK) - {"game_of_life_halting"}) | set(
+        HARDENED_AUDIT_FAILS
+    )
     env = envs.make(env_id("game_of_life_halting"), hardened=True, train_size=6, test_size=2)
     try:
         assert envs.check_env(env, n_tasks=2) == list(envs.CHECK_NAMES)
     finally:
         env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dataset", ["game_of_life_halting", "number_sorting", "coin_flip"])
+def test_hardened_scoring_passes_the_audit_where_reasoning_gyms_own_did_not(dataset):
+    """Issue 34: the opposite bool, a list off by one, a near-miss probability paid 1.0 hardened."""
+    from rlvr_gym.envs.audit import audit
+
+    env = envs.make(env_id(dataset), hardened=True, train_size=60, test_size=8)
+    try:
+        report = audit(env, n_tasks=3)
+    finally:
+        env.close()
+    assert report.ok, report.render()
 
 
 @pytest.mark.slow
