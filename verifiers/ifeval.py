@@ -33,19 +33,23 @@ class InstructionsFollowed:
 
     ``mode``: ``"strict"`` (IFEval's strict) or ``"loose"`` (any of IFEval's loose variants).
     ``aggregate``: ``"all"`` scores 1.0 only when every instruction is followed, ``"fraction"``
-    scores the share followed (``passed`` means all followed either way).
+    scores the share followed (``passed`` means all followed either way). ``substance_gate``
+    (on by default, for training) refuses an echo, a copy or filler of the request first; a
+    benchmark scored as IFEval scores it (no gate) turns it off.
     """
 
-    def __init__(self, mode: Mode = "strict", aggregate: Aggregate = "all") -> None:
+    def __init__(
+        self, mode: Mode = "strict", aggregate: Aggregate = "all", *, substance_gate: bool = True
+    ) -> None:
         if mode not in ("strict", "loose"):
             raise InvalidArgument(f"mode must be 'strict' or 'loose', got {mode!r}")
         if aggregate not in ("all", "fraction"):
             raise InvalidArgument(f"aggregate must be 'all' or 'fraction', got {aggregate!r}")
         require_packages()
-        self.mode, self.aggregate = mode, aggregate
+        self.mode, self.aggregate, self.substance_gate = mode, aggregate, bool(substance_gate)
 
     def __call__(self, completion: str, task: Task) -> Verdict:
-        problem = substance_problem(completion, task)
+        problem = substance_problem(completion, task) if self.substance_gate else None
         if problem is not None:
             return Verdict.fail(Reason.BAD_FORMAT, why=problem)
         test = check if self.mode == "strict" else check_loose
