@@ -14,7 +14,7 @@ from rlvr_gym.verifiers.audit import FAMILIES, Subject, exploits_for, near_misse
 from rlvr_gym.verifiers.single_answer import SingleAnswer, committed_answers
 from tests import hackable_envs
 
-HACKS = [*hackable_envs.WEAK, "code_harness"]
+HACKS = [*hackable_envs.WEAK, "code_harness", "instruction_echo"]
 
 
 @pytest.mark.parametrize("family", HACKS)
@@ -46,7 +46,7 @@ def test_code_harness_names_the_exit_trick():
 def test_builtin_text_envs_pass_their_audit(env_id):
     report = rg.audit(rg.make(env_id), n_tasks=8, seed=0)
     assert report.ok, report.render()
-    assert set(report.families) == set(FAMILIES) - {"code_harness"}
+    assert set(report.families) == set(FAMILIES) - {"code_harness", "instruction_echo"}
     assert report.families["hedging"].count > 50 and report.families["gold"].pass_rate == 1.0
 
 

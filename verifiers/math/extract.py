@@ -12,6 +12,9 @@ from collections import deque
 
 MAX_ANSWER_CHARS = 500
 """Longer extractions are not answers; later steps refuse them as ``bad_format``."""
+MAX_COMPLETION_CHARS = 200_000
+"""Longer completions are refused before any extraction (``bad_format``): the extractors are
+linear but not free (10 MB of ``$`` cost 2 s), and a reply this long is not a worked answer."""
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _BOXED_SPACE = re.compile(r"\\boxed +([^\s$]+)")
