@@ -43,6 +43,10 @@ register("math500-python-v0", "rlvr_gym.envs.python_tool_envs:MATH500PythonEnv")
 register("humaneval-feedback-v0", "rlvr_gym.envs.humaneval_feedback:HumanEvalFeedbackEnv")
 register("countdown-v0", "rlvr_gym.envs.countdown:CountdownEnv")
 register("ifeval-v0", "rlvr_gym.envs.ifeval:IFEvalEnv")
+register("ifeval-bench-v0", "rlvr_gym.envs.instructions:InstructionsEnv")  # IFEval's 541 prompts
+register("instructions-v0", "rlvr_gym.envs.instructions:InstructionsEnv")  # yours: data=..., columns
+register("math-v0", "rlvr_gym.envs.custom:MathDataEnv")  # yours: data=..., question=, answer=
+register("code-v0", "rlvr_gym.envs.custom:CodeDataEnv")  # yours: data=..., prompt=, tests=, kind=
 if importlib.util.find_spec("reasoning_gym") is not None:  # finds, does not import, the package
     from rlvr_gym.envs.reasoning_gym_bridge import register_all as _register_reasoning_gym
 
