@@ -307,9 +307,6 @@ class InstructionsEnv(SingleTurnEnv):
             raise InvalidArgument(f"no response follows every instruction of task {task.get('key', '?')}")
         return response
 
-    def wrong_completions(self, task: Task) -> list[str]:
-        return [*super().wrong_completions(task)]
-
     def benchmark_metrics(
         self, verdicts: Sequence[Mapping[str, Any]], tasks: Sequence[Task]
     ) -> dict[str, float]:

@@ -15,14 +15,22 @@ from rlvr_gym.trainers.evaluate import evaluate
 from rlvr_gym.verifiers.ifeval import InstructionsFollowed
 from rlvr_gym.verifiers.instructions import detect_language
 
-# IFEval's row 2069 lists one id twice: "at least 100 words" and "less than 121 words".
+# IFEval's row 2069 lists one id twice: "at least 100 words" and "less than 121 words" (with topic
+# words, so the substance gate lets a real answer through to the instructions).
 TWICE = {
     "prompt": "Write a blog post about the best way to get a good night's sleep with at least 100 words.",
+    "topic": ["sleep"],
+    "descriptions": [],
     "instructions": [
         {"id": "length_constraints:number_words", "kwargs": {"relation": "at least", "num_words": 100}},
         {"id": "length_constraints:number_words", "kwargs": {"relation": "less than", "num_words": 121}},
     ],
 }
+WORDS = ["a", "dark", "quiet", "room", "and", "a", "steady", "bedtime", "help", "sleep"]
+
+
+def words(n):
+    return " ".join(WORDS[i % len(WORDS)] for i in range(n)) + "."
 
 
 @pytest.fixture(scope="module")
@@ -32,15 +40,14 @@ def bench():
 
 def test_an_instruction_listed_twice_is_checked_twice():
     """Before: outcomes were keyed by id, the second overwrote the first, and 50 words passed."""
-    short = " ".join(["sleep"] * 50)
-    verdict = InstructionsFollowed()(short, TWICE)
+    verdict = InstructionsFollowed()(words(50), TWICE)
     assert not verdict.passed
     assert verdict.details["followed"] == (
         ("length_constraints:number_words", False),
         ("length_constraints:number_words", True),
     )
-    assert InstructionsFollowed("strict", "fraction")(short, TWICE).score == 0.5
-    assert InstructionsFollowed()(" ".join(["sleep"] * 110), TWICE).passed
+    assert InstructionsFollowed("strict", "fraction")(words(50), TWICE).score == 0.5
+    assert InstructionsFollowed()(words(110), TWICE).passed
 
 
 def test_a_real_ifeval_row_is_scored_without_keyerror():
