@@ -86,9 +86,7 @@ def test_every_satisfiable_prompt_has_a_reference_that_passes(bench):
     for task in bench.tasks("train"):
         try:
             bench.reference_completion(task)
-        except envs.registration.RegistryError:
-            raise
-        except Exception:  # noqa: BLE001 - the env's clear error for a contradictory prompt
+        except NotImplementedError:  # the env convention for "no oracle for this task"
             impossible.append(task["key"])
     assert sorted(impossible) == [374, 1627, 3369, 3371, 3718]
 
