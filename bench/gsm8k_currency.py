@@ -34,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
         group = "with_dollar" if "$" in completion else "without_dollar"
         groups[group].append(verdict.passed)
         if not verdict.passed and group == "with_dollar":
-            misses.append((task["answer"], extract_answer(completion, last_number_fallback=True), completion[-120:]))
+            misses.append(
+                (task["answer"], extract_answer(completion, last_number_fallback=True), completion[-120:])
+            )
     figures = {
         name: {"solutions": len(v), "passed": sum(v), "pass_rate": round(sum(v) / len(v), 4)}
         for name, v in groups.items()
