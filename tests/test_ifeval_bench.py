@@ -172,3 +172,25 @@ def test_evaluate_reports_ifevals_four_numbers(tmp_path, bench):
     assert result.summary["benchmark"] == pytest.approx(expected)
     assert result.summary["benchmark"]["prompt_level_strict_acc"] < 1.0  # the broken ones count
     assert json.loads((tmp_path / "summary.json").read_text())["benchmark"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("ids", "kwargs", "message"),
+    [
+        (["no_such:instruction"], [{}], "unknown instruction id 'no_such:instruction'"),
+        (["punctuation:no_comma"], [{}, {}], "kwargs must be a list of 1 dicts"),
+        ("punctuation:no_comma", [{}], "instruction ids must be a non-empty list"),
+        (
+            ["length_constraints:number_words"],
+            [{"relation": "about", "num_words": 5}],
+            "relation must be one of",
+        ),
+    ],
+)
+def test_every_row_is_checked_when_the_split_loads(tmp_path, ids, kwargs, message):
+    path = tmp_path / "rows.jsonl"
+    path.write_text(
+        json.dumps({"prompt": "Write about tea.", "instruction_id_list": ids, "kwargs": kwargs}) + "\n"
+    )
+    with pytest.raises(BadDataRow, match=rf"{path}:1: .*{message}"):
+        envs.make("instructions", data=str(path)).tasks("train")
