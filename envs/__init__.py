@@ -43,6 +43,15 @@ register("math500-python-v0", "rlvr_gym.envs.python_tool_envs:MATH500PythonEnv")
 register("humaneval-feedback-v0", "rlvr_gym.envs.humaneval_feedback:HumanEvalFeedbackEnv")
 register("countdown-v0", "rlvr_gym.envs.countdown:CountdownEnv")
 register("ifeval-v0", "rlvr_gym.envs.ifeval:IFEvalEnv")
+register(
+    "ifeval-bench-v0",
+    "rlvr_gym.envs.instructions:InstructionsEnv",
+    description="IFEval's 541 prompts as published (google/IFEval), scored as IFEval scores them",
+)
+# Your own data by column mapping, no class: make("math", data="my.jsonl", question=..., answer=...)
+register("instructions-v0", "rlvr_gym.envs.instructions:InstructionsEnv")
+register("math-v0", "rlvr_gym.envs.custom:MathDataEnv")
+register("code-v0", "rlvr_gym.envs.custom:CodeDataEnv")
 if importlib.util.find_spec("reasoning_gym") is not None:  # finds, does not import, the package
     from rlvr_gym.envs.reasoning_gym_bridge import register_all as _register_reasoning_gym
 

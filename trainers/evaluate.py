@@ -350,11 +350,15 @@ def evaluate(
         wall = time.perf_counter() - started
         rows = [log.rows[(None, split, i, s)] for i in range(len(tasks)) for s in range(n)]
 
+    benchmark = env_obj.benchmark_metrics(
+        [row["verdict"] for row in rows], [tasks[row["index"]] for row in rows]
+    )
     summary = {
         **settings,
         "engine": sampler.engine if sampler is not None else None,
         "k": ks,
         **summarise(rows, n, ks),
+        **({"benchmark": benchmark} if benchmark else {}),
         "this_session": {
             "rollouts_scored": generated,
             "rollouts_resumed": resumed,

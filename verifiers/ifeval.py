@@ -12,11 +12,15 @@ any instruction is checked the response must pass the substance gate
 copied from the request, not filler, on topic, with the content an answer supplies); failing it
 scores 0. IFEval itself has no such gate (it scores model answers, not a policy that learns to
 game it).
+The gate needs the task's ``topic`` words: IFEval's own rows (``envs.make("ifeval-bench")``
+with ``substance_gate=False``) have none and are scored as IFEval scores them, each listed
+instruction once, with its ``kwargs`` as given.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers.instructions import check, check_loose, require_packages
@@ -49,23 +53,38 @@ class InstructionsFollowed:
         self.mode, self.aggregate, self.substance_gate = mode, aggregate, bool(substance_gate)
 
     def __call__(self, completion: str, task: Task) -> Verdict:
-        problem = substance_problem(completion, task) if self.substance_gate else None
-        if problem is not None:
-            return Verdict.fail(Reason.BAD_FORMAT, why=problem)
+        # IFEval's own rows carry no topic words: they are scored as IFEval scores them.
+        if self.substance_gate and "topic" in task:
+            problem = substance_problem(completion, task)
+            if problem is not None:
+                return Verdict.fail(Reason.BAD_FORMAT, why=problem)
         test = check if self.mode == "strict" else check_loose
         prompt = task.get("prompt", "")
-        followed = {i["id"]: test(i["id"], i["kwargs"], completion, prompt) for i in task["instructions"]}
-        share = sum(followed.values()) / len(followed)
-        if all(followed.values()):
-            return Verdict.correct(followed=followed, mode=self.mode)
+        # One outcome per listed instruction, as IFEval counts them: a prompt may list an id twice
+        # (IFEval's "at least 300 words" and "less than 400 words"), and each is checked.
+        outcomes = [
+            (i["id"], bool(test(i["id"], ifeval_kwargs(i.get("kwargs")), completion, prompt)))
+            for i in task["instructions"]
+        ]
+        followed = [ok for _, ok in outcomes]
+        share = sum(followed) / len(followed)
+        details = {"followed": [[name, ok] for name, ok in outcomes], "mode": self.mode}
+        if all(followed):
+            return Verdict.correct(**details)
         score = share if self.aggregate == "fraction" else 0.0
-        missed = [name for name, ok in followed.items() if not ok]
-        return Verdict.fail(
-            Reason.WRONG_ANSWER, score=score, followed=followed, missed=missed, mode=self.mode
-        )
+        missed = [name for name, ok in outcomes if not ok]
+        return Verdict.fail(Reason.WRONG_ANSWER, score=score, missed=missed, **details)
 
     def __repr__(self) -> str:
-        return f"InstructionsFollowed({self.mode!r}, {self.aggregate!r})"
+        gate = "" if self.substance_gate else ", substance_gate=False"
+        return f"InstructionsFollowed({self.mode!r}, {self.aggregate!r}{gate})"
 
 
-__all__ = ["MIN_DISTINCT", "MIN_WORDS", "InstructionsFollowed", "substance_problem"]
+def ifeval_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An instruction's keyword arguments as IFEval's checkers receive them: the hub copy of
+    IFEval pads every instruction's dict with all keyword names, ``None`` where unused, and
+    IFEval's harness drops those (``{k: v for k, v in kwargs.items() if v is not None}``)."""
+    return {key: value for key, value in (kwargs or {}).items() if value is not None}
+
+
+__all__ = ["MIN_DISTINCT", "MIN_WORDS", "InstructionsFollowed", "ifeval_kwargs", "substance_problem"]

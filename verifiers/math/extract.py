@@ -33,9 +33,14 @@ _DISPLAY = re.compile(
     re.DOTALL,
 )
 _ANY_MATH = re.compile(
-    r"\$\$([^$]{1,500}?)\$\$|\\\[((?s:.){1,500}?)\\\]|\\\((.{1,500}?)\\\)|(?<!\\)\$([^$\n]{1,500}?)(?<!\\)\$"
+    r"\$\$([^$]{1,500}?)\$\$|\\\[((?s:.){1,500}?)\\\]|\\\((.{1,500}?)\\\)"
+    r"|(?<!\\)\$([^$\n]{1,500}?)(?<!\\)\$(?!\d)"
 )
-"""Display math may span lines; inline ``$..$`` and ``\\(..\\)`` may not (a stray ``$`` is text)."""
+"""Display math may span lines; inline ``$..$`` and ``\\(..\\)`` may not (a stray ``$`` is text).
+
+A ``$`` with a digit right after it does not close inline math (Pandoc's rule for TeX math): it
+opens an amount. Currency is then text: in "$30 + $300 = $330" no pair is math (read as math,
+"$300 = $" gave ``300 =``)."""
 _COPULA = re.compile(r"\s(?:is|are|equals|was|be)\s+(?:equal to\s+)?")
 _WORDY = re.compile(r"[A-Za-z]{2,}")
 _LEADING_VALUE = re.compile(
