@@ -12,9 +12,8 @@ any instruction is checked the response must pass the substance gate
 copied from the request, not filler, on topic, with the content an answer supplies); failing it
 scores 0. IFEval itself has no such gate (it scores model answers, not a policy that learns to
 game it).
-The gate needs the task's ``topic`` words: IFEval's own rows (``envs.make("ifeval-bench")``
-with ``substance_gate=False``) have none and are scored as IFEval scores them, each listed
-instruction once, with its ``kwargs`` as given.
+``substance_gate=False`` scores as IFEval does (``envs.make("ifeval-bench")`` reports IFEval's
+four numbers that way): each listed instruction checked, with its ``kwargs`` as given.
 """
 
 from __future__ import annotations
@@ -53,8 +52,7 @@ class InstructionsFollowed:
         self.mode, self.aggregate, self.substance_gate = mode, aggregate, bool(substance_gate)
 
     def __call__(self, completion: str, task: Task) -> Verdict:
-        # IFEval's own rows carry no topic words: they are scored as IFEval scores them.
-        if self.substance_gate and "topic" in task:
+        if self.substance_gate:
             problem = substance_problem(completion, task)
             if problem is not None:
                 return Verdict.fail(Reason.BAD_FORMAT, why=problem)
