@@ -6,10 +6,9 @@
 >>> obs, reward, terminated, truncated, info = env.step("<answer>42</answer>")
 """
 
-import importlib.util
-
 from rlvr_gym.envs.checker import CHECK_NAMES, EnvCheckError, check_env
 from rlvr_gym.envs.env import EnvStateError, SingleTurnEnv
+from rlvr_gym.envs.reasoning_gym_bridge import register_all as _register_reasoning_gym
 from rlvr_gym.envs.registration import (
     ENTRY_POINT_GROUP,
     DuplicateEnvError,
@@ -52,10 +51,9 @@ register(
 register("instructions-v0", "rlvr_gym.envs.instructions:InstructionsEnv")
 register("math-v0", "rlvr_gym.envs.custom:MathDataEnv")
 register("code-v0", "rlvr_gym.envs.custom:CodeDataEnv")
-if importlib.util.find_spec("reasoning_gym") is not None:  # finds, does not import, the package
-    from rlvr_gym.envs.reasoning_gym_bridge import register_all as _register_reasoning_gym
-
-    _register_reasoning_gym()
+# Registered with or without the extra: without it, `envs` lists them saying so and make() names
+# the install line (an id that was never registered could only say "no env registered").
+_register_reasoning_gym()
 load_plugins()
 
 __all__ = [

@@ -26,6 +26,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import functools
+import importlib.util
 import json
 import math
 import threading
@@ -389,11 +390,16 @@ def register_all() -> list[str]:
     from rlvr_gym.envs.registration import register
 
     ids = []
+    missing = (
+        ""
+        if importlib.util.find_spec("reasoning_gym") is not None  # finds, does not import, it
+        else " (not installed: pip install 'rlvr-gym[reasoning-gym]')"
+    )
     for name in DATASET_NAMES:
         register(
             env_id(name),
             "rlvr_gym.envs.reasoning_gym_bridge:make_env",
-            description=f"reasoning-gym {VERSION} '{name}', scored by its own score_answer",
+            description=f"reasoning-gym {VERSION} '{name}', scored by its own score_answer{missing}",
             dataset=name,
         )
         ids.append(env_id(name))

@@ -222,7 +222,7 @@ def evaluate(
         str | Path,
         about(
             "where rollouts and the summary go; an earlier eval there with the same settings is resumed",
-            cli_default="RUN_DIR/eval-final for a run's model, else runs/eval-ENV",
+            cli_default="RUN_DIR/eval-final for a run's model, else runs/eval-ENV-MODEL",
         ),
     ] = "runs/eval",
     engine: str = "auto",

@@ -442,6 +442,10 @@ FAMILIES: dict[str, Family] = {
 """Every family by name; ``gold`` and ``equivalent`` are the metamorphic (must-pass) side."""
 
 METAMORPHIC = ("gold", "equivalent")
+STRICTNESS = frozenset({"equivalent"})
+"""Families whose failure is strictness, not a hole: a verifier that rejects ``6.0`` for ``6``
+gives less signal but cannot be gamed by it. They warn; only holes (an exploit rewarded, the gold
+rejected, a verifier error) block training."""
 SLOW_EXPLOITS = frozenset({"sleep_past_limit", "one_megabyte", "one_megabyte_of_tags"})
 """Left out of the fast audit (the one ``train`` runs): they cost the verifier's time limit or 1 MB."""
 
@@ -491,11 +495,17 @@ class FamilyResult:
             return self.passed == self.count
         return self.passed == 0 and self.max_reward <= self.threshold
 
+    @property
+    def blocks(self) -> bool:
+        """A hole (the family failed, and not merely by strictness): training must not start."""
+        return not self.ok and (self.errors > 0 or self.family not in STRICTNESS)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "family": self.family,
             "kind": "metamorphic" if self.must_pass else "exploit",
             "ok": self.ok,
+            "blocks": self.blocks,
             "count": self.count,
             "passed": self.passed,
             "pass_rate": round(self.pass_rate, 4),
@@ -553,11 +563,21 @@ def summarize(
 
 
 def failures(results: Mapping[str, FamilyResult]) -> list[str]:
-    """One line per family that failed, naming its worst exploit."""
+    """One line per family that failed by a hole (:attr:`FamilyResult.blocks`), naming its worst exploit."""
+    return _lines([r for r in results.values() if r.blocks])
+
+
+def warnings(results: Mapping[str, FamilyResult]) -> list[str]:
+    """One line per family that failed by strictness only (:data:`STRICTNESS`)."""
+    return [
+        line + " (strictness, not a hole)"
+        for line in _lines([r for r in results.values() if not r.ok and not r.blocks])
+    ]
+
+
+def _lines(failed: Sequence[FamilyResult]) -> list[str]:
     lines = []
-    for r in results.values():
-        if r.ok:
-            continue
+    for r in failed:
         e = r.example
         if r.errors:
             what = f"{r.errors} verifier error(s)"
@@ -576,6 +596,7 @@ __all__ = [
     "MAX_REWARD",
     "METAMORPHIC",
     "SLOW_EXPLOITS",
+    "STRICTNESS",
     "Exploit",
     "FamilyResult",
     "Subject",
@@ -583,4 +604,5 @@ __all__ = [
     "failures",
     "near_misses",
     "summarize",
+    "warnings",
 ]
