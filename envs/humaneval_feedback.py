@@ -4,9 +4,10 @@ Each HumanEval ``check`` made only of asserts is split into one case per assert.
 case is *visible*: the feedback says which of them failed, naming each by its number and, where
 the assert is ``candidate(args) == expected``, by the call ``candidate(args)`` — never the
 expected value, the assert's source or its message. The other cases are *held back*: never named,
-never run until the episode is over. The reward is the final submission's score on the held-back
-tests alone, so only what generalises pays: a lookup table replayed from the feedback (the
-visible calls and values guessed for them) earns nothing for tests it never saw.
+never run until the episode is over. The reward is 1.0 when the final submission passes every
+held-back test, else 0 (the verdict's details still count them), so only what generalises pays:
+a lookup table replayed from the feedback (the visible calls and values guessed for them) earns
+nothing for tests it never saw, and a constant earns nothing for the tests it happens to match.
 A task with one case has no visible test: its first submission is final.
 
 The episode ends when a submission passes every visible test (``terminated``) or after
@@ -18,6 +19,7 @@ in the same message is refused unrun, so a message cannot carry several guesses.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -149,7 +151,10 @@ class HumanEvalFeedbackEnv(MultiTurnEnv, HumanEvalEnv):
         return other  # type: ignore[return-value]
 
     def _held_back_verdict(self, text: str, task: Task) -> Verdict:
-        return self.verify(text, {**task, "tests": task["heldback_tests"]})
+        """The final verdict: every held-back test must pass, as in HumanEval's own pass@1 (a
+        fraction paid constants: ``return False`` passes 5 of 8 of prime_length's tests)."""
+        verdict = self.verify(text, {**task, "tests": task["heldback_tests"]})
+        return verdict if verdict.passed or verdict.score == 0.0 else dataclasses.replace(verdict, score=0.0)
 
     def _attempt(self, text: str) -> Final | str:
         _, _, task = self._current  # type: ignore[misc]
