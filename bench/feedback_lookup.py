@@ -31,13 +31,24 @@ def main() -> None:
     for name in ("lookup_table", "feedback_replay"):
         full, total = [], 0.0
         for index, subject in enumerate(_subjects(env, tasks, list(range(len(tasks))))):
-            policy = lookup_table_policy(env, subject.task) if name == "lookup_table" else replay_policy(env, subject)
+            policy = (
+                lookup_table_policy(env, subject.task)
+                if name == "lookup_table"
+                else replay_policy(env, subject)
+            )
             verdict = play(env, "test", index, policy)
             total += verdict.score
             if verdict.score == 1.0:
                 full.append(index)
-        results[name] = {"tasks": len(tasks), "reward_1": len(full), "mean_reward": total / len(tasks), "which": full}
-        print(f"{name}: {len(full)} of {len(tasks)} tasks at reward 1.0, mean reward {total / len(tasks):.3f}")
+        results[name] = {
+            "tasks": len(tasks),
+            "reward_1": len(full),
+            "mean_reward": total / len(tasks),
+            "which": full,
+        }
+        print(
+            f"{name}: {len(full)} of {len(tasks)} tasks at reward 1.0, mean reward {total / len(tasks):.3f}"
+        )
     env.close()
     print(f"({time.perf_counter() - started:.0f} s)")
     if args.json:

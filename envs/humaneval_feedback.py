@@ -100,7 +100,9 @@ class HumanEvalFeedbackEnv(MultiTurnEnv, HumanEvalEnv):
                 {
                     **row,
                     "tests": tests,
-                    "feedback_tests": {**tests, "cases": [tests["cases"][i] for i in visible]} if visible else None,
+                    "feedback_tests": {**tests, "cases": [tests["cases"][i] for i in visible]}
+                    if visible
+                    else None,
                     "heldback_tests": {**tests, "cases": [tests["cases"][i] for i in held]},
                     "visible_calls": [calls[i] for i in visible],
                 }
@@ -137,7 +139,11 @@ class HumanEvalFeedbackEnv(MultiTurnEnv, HumanEvalEnv):
         """The last submission scored on the held-back tests: the reward is what it earned."""
         if self._final is None and self._last_text is not None:
             self._final = self._held_back_verdict(self._last_text, task)
-        return self._final if self._final is not None else Verdict.fail(Reason.NO_ANSWER, why="nothing was submitted")
+        return (
+            self._final
+            if self._final is not None
+            else Verdict.fail(Reason.NO_ANSWER, why="nothing was submitted")
+        )
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self._last_text: str | None = None
@@ -162,7 +168,9 @@ class HumanEvalFeedbackEnv(MultiTurnEnv, HumanEvalEnv):
         if task["feedback_tests"] is None:
             self._final = self._held_back_verdict(text, task)
             self.note(submission=True, reason=self._final.reason.value)
-            return Final(self._final, "Submitted; this task has no visible tests, so this submission is final.")
+            return Final(
+                self._final, "Submitted; this task has no visible tests, so this submission is final."
+            )
         verdict = self.verify(text, {**task, "tests": task["feedback_tests"]})
         self.note(submission=True, reason=verdict.reason.value, visible_score=verdict.score)
         if verdict.reason is Reason.ERROR:

@@ -233,7 +233,7 @@ def _named_calls(observation: Sequence[dict[str, Any]], since: int) -> list[list
 def _table_program(entry: str, table: Sequence[tuple[str, str]], default: str, fallback: str = "") -> str:
     """``entry`` answering from ``table`` (``(call text, value source)``): the call text with the
     function's name replaced evaluates to its arguments inside the sandbox."""
-    rows = ",\n".join(f"    (args_of{call[call.index('('):]}, {value})" for call, value in table)
+    rows = ",\n".join(f"    (args_of{call[call.index('(') :]}, {value})" for call, value in table)
     return (
         f"{fallback}\n"
         "def args_of(*args, **kwargs):\n    return (list(args), kwargs)\n\n"
@@ -300,7 +300,7 @@ def replay_policy(env: MultiTurnEnv, subject: Subject) -> Episode:
         if not named:
             return _call(env, answer, wrong)
         reference = _code(subject.reference) + f"\n\nreference_impl = {entry}\n"
-        rows = [(c, f"reference_impl{c[c.index('('):]}") for c in named]
+        rows = [(c, f"reference_impl{c[c.index('(') :]}") for c in named]
         return _call(env, answer, _table_program(entry, rows, "None", fallback=reference))
 
     message.__doc__ = "replay_policy: the reference on the named calls only"
@@ -322,7 +322,9 @@ def play(env: MultiTurnEnv, split: str, index: int, actions: Sequence[object]) -
         replies = [m for m in observation[2:] if m.get("role") in ("tool", "user")]  # after the prompt
         longest = max((len(str(m.get("content", ""))) for m in replies), default=0)
         if longest > MAX_TOOL_MESSAGE_CHARS:
-            return Verdict.fail(Reason.ERROR, error=f"a tool message of {longest} characters reached the conversation")
+            return Verdict.fail(
+                Reason.ERROR, error=f"a tool message of {longest} characters reached the conversation"
+            )
         if terminated or truncated:
             break
     return episode.finish()

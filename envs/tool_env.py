@@ -170,7 +170,9 @@ class MultiTurnEnv(SingleTurnEnv):
         self.max_turns = turns
         budget = self.default_episode_time_s if episode_time_s is None else episode_time_s
         if isinstance(budget, bool) or not isinstance(budget, int | float) or not 0 < budget < float("inf"):
-            raise InvalidArgument(f"episode_time_s must be a positive number of seconds, got {episode_time_s!r}")
+            raise InvalidArgument(
+                f"episode_time_s must be a positive number of seconds, got {episode_time_s!r}"
+            )
         self.episode_time_s = float(budget)
         self._spent = 0.0
         self._step_started: float | None = None
@@ -214,7 +216,8 @@ class MultiTurnEnv(SingleTurnEnv):
         if verdict.reason is not Reason.NO_ANSWER:
             return verdict
         return Verdict.fail(
-            Reason.TIMEOUT, why=f"the episode's time budget of {self.episode_time_s:g} s ran out before a final answer"
+            Reason.TIMEOUT,
+            why=f"the episode's time budget of {self.episode_time_s:g} s ran out before a final answer",
         )
 
     @property

@@ -244,7 +244,10 @@ def test_the_reward_is_the_final_submission_at_the_turn_limit(feedback_env):
         _, reward, terminated, truncated, info = feedback_env.step(f"```python\n{half_right}```")
     assert truncated and not terminated
     verdict = info["verdict"]  # the last submission on the held-back tests: some pass, so 0 paid
-    assert reward == verdict.score == 0.0 and 0 < verdict.details["tests_passed"] < verdict.details["tests_total"]
+    assert (
+        reward == verdict.score == 0.0
+        and 0 < verdict.details["tests_passed"] < verdict.details["tests_total"]
+    )
 
 
 # ----- audit -----------------------------------------------------------------------------------

@@ -101,7 +101,7 @@ def test_the_parser_reads_what_the_regex_read():
         f"<tool_call>{call}</tool_call>",
         f"Let me see.\n<tool_call>\n  {call}\n</tool_call> and <tool_call>{call}</tool_call>",
         f"<tool_call>{call}</tool_call><tool_call>{call}",
-        f"<tool_call> </tool_call><tool_call>{{oops</tool_call>",
+        "<tool_call> </tool_call><tool_call>{oops</tool_call>",
     ]
     for text in texts:
         parsed = parse_tool_calls({"content": text})
@@ -157,7 +157,11 @@ def test_the_time_budget_truncates_the_episode_with_its_reason():
     env.reset(options={"index": 0})
     _, _, terminated, truncated, _ = env.step(env.tool_call("wait", seconds=0.3))
     assert not (terminated or truncated)
-    two = {"role": "assistant", "content": "", "tool_calls": [env.tool_call("wait", seconds=0.3)["tool_calls"][0]] * 2}
+    two = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [env.tool_call("wait", seconds=0.3)["tool_calls"][0]] * 2,
+    }
     obs, reward, terminated, truncated, info = env.step(two)
     assert truncated and not terminated and reward == 0.0
     assert obs[-2]["content"] == "waited" and "time budget of 0.5 s is spent" in obs[-1]["content"]
@@ -186,8 +190,12 @@ def test_one_submission_per_message(feedback_env):
     _, info = feedback_env.reset(options={"index": 0})
     task = info["task"]
     wrong = feedback_env.tool_call("submit", code=task["prompt"] + "    return False\n")["tool_calls"][0]
-    right = feedback_env.tool_call("submit", code=task["prompt"] + task["canonical_solution"])["tool_calls"][0]
-    obs, _, terminated, _, info = feedback_env.step({"role": "assistant", "content": "", "tool_calls": [wrong, right]})
+    right = feedback_env.tool_call("submit", code=task["prompt"] + task["canonical_solution"])["tool_calls"][
+        0
+    ]
+    obs, _, terminated, _, info = feedback_env.step(
+        {"role": "assistant", "content": "", "tool_calls": [wrong, right]}
+    )
     assert not terminated and obs[-1]["content"] == "error: one submission per message; this one was not run"
     assert [c.get("submission") for c in info["turns"][-1]["tool_calls"]] == [True, None]
     verdict = feedback_env.finish()
@@ -222,7 +230,9 @@ def test_a_task_with_one_case_has_its_first_submission_final(feedback_env):
     index = next(i for i, t in enumerate(tasks) if t["feedback_tests"] is None)
     feedback_env.reset(options={"index": index})
     task = tasks[index]
-    _, reward, terminated, _, info = feedback_env.step(f"```python\n{task['prompt']}{task['canonical_solution']}```")
+    _, reward, terminated, _, info = feedback_env.step(
+        f"```python\n{task['prompt']}{task['canonical_solution']}```"
+    )
     assert terminated and reward == 1.0
 
 
