@@ -153,18 +153,18 @@ class Slow(GSM8KPythonEnv):
 
 
 def test_the_time_budget_truncates_the_episode_with_its_reason():
-    env = Slow(episode_time_s=0.5, max_turns=10)
+    env = Slow(episode_time_s=1.0, max_turns=10)
     env.reset(options={"index": 0})
-    _, _, terminated, truncated, _ = env.step(env.tool_call("wait", seconds=0.3))
+    _, _, terminated, truncated, _ = env.step(env.tool_call("wait", seconds=0.6))
     assert not (terminated or truncated)
     two = {
         "role": "assistant",
         "content": "",
-        "tool_calls": [env.tool_call("wait", seconds=0.3)["tool_calls"][0]] * 2,
+        "tool_calls": [env.tool_call("wait", seconds=0.6)["tool_calls"][0]] * 2,
     }
     obs, reward, terminated, truncated, info = env.step(two)
     assert truncated and not terminated and reward == 0.0
-    assert obs[-2]["content"] == "waited" and "time budget of 0.5 s is spent" in obs[-1]["content"]
+    assert obs[-2]["content"] == "waited" and "time budget of 1 s is spent" in obs[-1]["content"]
     assert info["verdict"].reason is Reason.TIMEOUT and "time budget" in info["verdict"].details["why"]
     assert "time budget" in info["turns"][-1]["truncated"]
 
