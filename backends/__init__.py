@@ -34,6 +34,22 @@ BACKENDS = {
 }
 
 
+def check_extras(config: RunConfig) -> None:
+    """Refuse a run whose config needs a package that is missing (a ``--report-to`` tracker,
+    Liger for ``liger_loss``), naming the extra: called before any model is built or loaded, so
+    a missing extra costs one line, not a model build and a warm start first."""
+    from rlvr_gym.backends.trl import check_trackers
+    from rlvr_gym.error import NotAvailable
+
+    check_trackers(config.report_to)
+    if config.liger_loss:
+        from rlvr_gym.backends.engine import liger
+
+        ok, why = liger.available()
+        if not ok:
+            raise NotAvailable(f"--liger-loss: {why}")
+
+
 def get(name: str) -> Backend:
     """The backend called ``name``; unknown names fail listing the known ones."""
     if name not in BACKENDS:

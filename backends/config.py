@@ -165,6 +165,17 @@ class RunConfig:
             metavar="HOST:PORT",
         ),
     )
+    audit: bool = field(
+        default=True,
+        metadata=about("run the fast reward-hack audit before training (--no-audit skips it)"),
+    )
+    audit_skip: tuple[str, ...] = field(
+        default=(),
+        metadata=about(
+            "audit families to leave out, e.g. equivalent (one family, not the whole audit)",
+            metavar="FAMILY",
+        ),
+    )
 
     def __post_init__(self) -> None:
         positive = (
@@ -230,6 +241,8 @@ class RunConfig:
                 f"rollout_log_steps must be an integer >= 0 (0: none), got {self.rollout_log_steps!r}"
             )
         check_scoring(self.scoring, self.ray_address)
+        skip = (self.audit_skip,) if isinstance(self.audit_skip, str) else tuple(self.audit_skip)
+        object.__setattr__(self, "audit_skip", tuple(dict.fromkeys(skip)))
         if isinstance(self.lora, dict):
             object.__setattr__(self, "lora", LoraSettings(**self.lora))
 

@@ -3,6 +3,15 @@
 Run from the repo root (lm-eval 0.4.13 from the bench-only extra ``[bench-ifeval]``):
 
     .venv/bin/python bench/ifeval_agreement.py [--tasks 150] [--json out.json]
+    RLVR_GYM_DATA_DIR=../shared/data .venv/bin/python bench/ifeval_agreement.py --ifeval [--json out.json]
+
+``--ifeval`` scores IFEval's own 541 prompts (``ifeval-bench``) at the prompt level, each with
+its whole instruction list and kwargs padded with ``None`` for every keyword name as the hub's
+``google/IFEval`` pads them: our env (``InstructionsFollowed``, gate off) against lm-eval's
+``test_instruction_following_strict``/``_loose`` on the same rows, per instruction, and IFEval's
+four numbers from each side. The responses are ours, not a model's: for each prompt the
+form-following response :func:`rlvr_gym.envs.ifeval_responses.compose` builds, and the same
+mutations as below (a chatty first line, a sign-off, bold, case changes, commas, quotes, cut).
 
 The responses are data we wrote, generated here (nothing downloaded): for tasks of ``ifeval-v0``
 the response built to follow them and mutations of it (a chatty first line, a sign-off line,
@@ -255,12 +264,103 @@ def response_set(n_tasks: int, seed: int) -> list[tuple[str, str, dict[str, Any]
     return rows
 
 
+def pad_like_the_hub(kwargs: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any]]:
+    """The hub copy's kwargs: every dict holds every keyword name, ``None`` where unused."""
+    return [{name: kw.get(name) for name in names} for kw in kwargs]
+
+
+def ifeval_prompt_level(theirs_example: Any, tmp: Path) -> dict[str, Any]:
+    """IFEval's 541 prompts, our responses and their mutations, scored by both sides."""
+    from rlvr_gym import envs
+    from rlvr_gym.envs.ifeval_responses import ENGLISH, compose
+    from rlvr_gym.verifiers.ifeval import InstructionsFollowed
+
+    source = envs.make("ifeval-bench")._rows("train")
+    names = sorted({k for row in source for kw in row["kwargs"] for k in kw})
+    padded = tmp / "ifeval_hub_padded.jsonl"
+    padded.write_text(
+        "".join(
+            json.dumps({**row, "kwargs": pad_like_the_hub(row["kwargs"], names)}) + "\n" for row in source
+        )
+    )
+    env = envs.make("instructions", data=str(padded), substance_gate=False)
+    ours = {mode: InstructionsFollowed(mode, "all", substance_gate=False) for mode in ("strict", "loose")}
+    counts = {side: Counter() for side in ("ours", "lm_eval")}
+    agree: Counter[str] = Counter()
+    pairs = 0
+    disagreements = []
+    for row, task in zip(source, env.tasks("train"), strict=True):
+        base = compose(task["prompt"], task["instructions"]) or " ".join(ENGLISH)
+        for name, response in mutations(base).items():
+            pairs += 1
+            for mode in ("strict", "loose"):
+                mine = [bool(ok) for _, ok in ours[mode](response, task).details["followed"]]
+                other = theirs_example(row, pad_like_the_hub(row["kwargs"], names), response, mode == "loose")
+                for side, outcome in (("ours", mine), ("lm_eval", other)):
+                    counts[side][f"prompt_{mode}"] += all(outcome)
+                    counts[side][f"inst_{mode}"] += sum(outcome)
+                counts["lm_eval"][f"instructions_{mode}"] += len(other)
+                agree[mode] += sum(a == b for a, b in zip(mine, other, strict=True))
+                for index, (a, b) in enumerate(zip(mine, other, strict=True)):
+                    if a != b:
+                        disagreements.append(
+                            {"key": row["key"], "case": name, "mode": mode,
+                             "instruction": row["instruction_id_list"][index], "kwargs": row["kwargs"][index],
+                             "ours": a, "lm_eval": b, "response": response[:300]}
+                        )  # fmt: skip
+    instructions = counts["lm_eval"]["instructions_strict"]
+    figures: dict[str, Any] = {"prompts": len(source), "responses": pairs, "instruction_checks": instructions}
+    for side in ("ours", "lm_eval"):
+        figures[side] = {
+            f"{level}_level_{mode}_acc": round(counts[side][f"{level}_{mode}"] / (pairs if level == "prompt" else instructions), 4)
+            for mode in ("strict", "loose")
+            for level in ("prompt", "inst")
+        }  # fmt: skip
+    figures["strict_agreement"] = agree["strict"] / instructions
+    figures["loose_agreement"] = agree["loose"] / instructions
+    figures["disagreements"] = len(disagreements)
+    return {**figures, "disagreement_list": disagreements}
+
+
+def lm_eval_example() -> Any:
+    """A function (IFEval row, its kwargs, response, loose) -> lm-eval's per-instruction outcomes."""
+    lm_eval_checker()  # NLTK data and langdetect's seed, before lm-eval's import
+    from lm_eval.tasks.ifeval import utils
+
+    def run(row: dict[str, Any], kwargs: list[dict[str, Any]], response: str, loose: bool) -> list[bool]:
+        example = utils.InputExample(
+            key=row["key"],
+            instruction_id_list=row["instruction_id_list"],
+            prompt=row["prompt"],
+            kwargs=kwargs,
+        )
+        test = utils.test_instruction_following_loose if loose else utils.test_instruction_following_strict
+        return [bool(ok) for ok in test(example, response).follow_instruction_list]
+
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=150)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="write the figures and disagreements here")
+    parser.add_argument("--ifeval", action="store_true", help="IFEval's 541 prompts at the prompt level")
     args = parser.parse_args(argv)
+
+    if args.ifeval:
+        theirs_example = lm_eval_example()
+        started = time.perf_counter()
+        result = ifeval_prompt_level(theirs_example, Path(tempfile.mkdtemp(prefix="ifeval_bench_")))
+        result["seconds"] = round(time.perf_counter() - started, 1)
+        listed = result.pop("disagreement_list")
+        print(json.dumps(result, indent=2))
+        for d in listed:
+            print(f"- {d['key']}/{d['case']} [{d['mode']}] {d['instruction']} {d['kwargs']}: ours={d['ours']} "
+                  f"lm-eval={d['lm_eval']} response={d['response'][:120]!r}")  # fmt: skip
+        if args.json:
+            args.json.write_text(json.dumps({**result, "disagreement_list": listed}, indent=2) + "\n")
+        return 0 if result["disagreements"] == 0 else 1
 
     from rlvr_gym.verifiers.instructions import check, check_loose
 

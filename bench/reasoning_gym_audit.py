@@ -7,7 +7,7 @@ Run from the repo root (needs the ``[reasoning-gym]`` extra):
 
 For each ``reasoning_gym/<name>-v0`` it runs our reward-hack audit (``rlvr_gym.envs.audit``,
 every family, each scoring call bounded) twice: with reasoning-gym's ``score_answer`` as it is
-(``hardened=False``) and with the bridge's hardened scoring (``hardened=True``: one answer only,
+(``hardened=False``) and with the bridge's hardened scoring (``hardened=True``: answer types judged by us,
 no partial credit). It prints a markdown table — per dataset, the exploit families that got
 through under each scoring — and with ``--docs`` writes it into that page between the
 ``<!-- reasoning-gym-audit -->`` markers.

@@ -6,10 +6,9 @@
 >>> obs, reward, terminated, truncated, info = env.step("<answer>42</answer>")
 """
 
-import importlib.util
-
 from rlvr_gym.envs.checker import CHECK_NAMES, EnvCheckError, check_env
 from rlvr_gym.envs.env import EnvStateError, SingleTurnEnv
+from rlvr_gym.envs.reasoning_gym_bridge import register_all as _register_reasoning_gym
 from rlvr_gym.envs.registration import (
     ENTRY_POINT_GROUP,
     DuplicateEnvError,
@@ -43,10 +42,18 @@ register("math500-python-v0", "rlvr_gym.envs.python_tool_envs:MATH500PythonEnv")
 register("humaneval-feedback-v0", "rlvr_gym.envs.humaneval_feedback:HumanEvalFeedbackEnv")
 register("countdown-v0", "rlvr_gym.envs.countdown:CountdownEnv")
 register("ifeval-v0", "rlvr_gym.envs.ifeval:IFEvalEnv")
-if importlib.util.find_spec("reasoning_gym") is not None:  # finds, does not import, the package
-    from rlvr_gym.envs.reasoning_gym_bridge import register_all as _register_reasoning_gym
-
-    _register_reasoning_gym()
+register(
+    "ifeval-bench-v0",
+    "rlvr_gym.envs.instructions:InstructionsEnv",
+    description="IFEval's 541 prompts as published (google/IFEval), scored as IFEval scores them",
+)
+# Your own data by column mapping, no class: make("math", data="my.jsonl", question=..., answer=...)
+register("instructions-v0", "rlvr_gym.envs.instructions:InstructionsEnv")
+register("math-v0", "rlvr_gym.envs.custom:MathDataEnv")
+register("code-v0", "rlvr_gym.envs.custom:CodeDataEnv")
+# Registered with or without the extra: without it, `envs` lists them saying so and make() names
+# the install line (an id that was never registered could only say "no env registered").
+_register_reasoning_gym()
 load_plugins()
 
 __all__ = [

@@ -23,6 +23,7 @@ from rlvr_gym.envs.tool_env import MultiTurnEnv
 from rlvr_gym.error import Error, InvalidArgument, InvalidType
 from rlvr_gym.verifiers import Reason, Task, Verdict
 from rlvr_gym.verifiers.audit import (
+    FAMILIES,
     MAX_REWARD,
     Exploit,
     FamilyResult,
@@ -30,6 +31,7 @@ from rlvr_gym.verifiers.audit import (
     exploits_for,
     failures,
     summarize,
+    warnings,
 )
 
 BatchScore = Callable[[Sequence[object], Sequence[Task]], list[Verdict]]
@@ -47,14 +49,18 @@ MAX_HUNG_ITEMS = 3
 
 
 class AuditFailed(Error, RuntimeError):
-    """An env's verifiers let an exploit through (or rejected the gold): the message names it."""
+    """An env's verifiers let an exploit through (or rejected the gold): the message names it,
+    and ``fixes`` (ways on that keep what they can of the audit) when the caller knows them."""
 
-    def __init__(self, report: AuditReport) -> None:
+    def __init__(self, report: AuditReport, fixes: Sequence[str] = ()) -> None:
         self.report = report
+        ways = [*fixes, "--no-audit / audit=False trains with no audit at all"]
         super().__init__(
             f"reward-hack audit of {report.env} failed: "
             + "; ".join(report.failures())
-            + " (fix the verifier, or pass --no-audit / audit=False to train anyway)"
+            + " (fix the verifier, or: "
+            + "; ".join(ways)
+            + ")"
         )
 
 
@@ -70,17 +76,24 @@ class AuditReport:
     threshold: float
     seconds: float
     families: dict[str, FamilyResult] = field(default_factory=dict)
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """The env's settings, typed (registered defaults and the caller's knobs): what was audited."""
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.families.values())
+        """No hole: strictness alone (``equivalent`` renderings rejected) only warns."""
+        return not any(r.blocks for r in self.families.values())
 
     def failures(self) -> list[str]:
         return failures(self.families)
 
+    def warnings(self) -> list[str]:
+        return warnings(self.families)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "env": self.env,
+            "env_kwargs": self.env_kwargs,
             "ok": self.ok,
             "split": self.split,
             "task_indices": self.task_indices,
@@ -89,6 +102,7 @@ class AuditReport:
             "threshold": self.threshold,
             "seconds": round(self.seconds, 3),
             "failures": self.failures(),
+            "warnings": self.warnings(),
             "families": {name: r.to_dict() for name, r in self.families.items()},
         }
 
@@ -100,10 +114,14 @@ class AuditReport:
     def render(self) -> str:
         """A table: one line per family, then the failures with an example each."""
         head = f"{'family':<26} {'kind':<11} {'n':>4} {'pass rate':>9} {'mean':>6} {'max':>6}  verdict"
-        lines = [f"audit of {self.env} ({self.split}, tasks {self.task_indices}, {self.seconds:.1f} s)", head]
+        lines = [
+            f"audit of {self.env} ({self.split}, tasks {self.task_indices}, {self.seconds:.1f} s)",
+            f"env settings: {json.dumps(self.env_kwargs, sort_keys=True)}",
+            head,
+        ]
         for r in self.families.values():
             kind = "must pass" if r.must_pass else "exploit"
-            verdict = "ok" if r.ok else "FAIL"
+            verdict = "ok" if r.ok else "FAIL" if r.blocks else "WARN"
             lines.append(
                 f"{r.family:<26} {kind:<11} {r.count:>4} {r.pass_rate:>9.2f} {r.mean_reward:>6.3f} "
                 f"{r.max_reward:>6.3f}  {verdict}"
@@ -113,6 +131,7 @@ class AuditReport:
                 lines.append(
                     f"  {r.family}: e.g. {r.example.get('name')}: {r.example.get('completion')!r:.200}"
                 )
+        lines += [f"WARN: {line}" for line in self.warnings()]
         lines.append("PASS: no exploit got through" if self.ok else "FAIL: " + "; ".join(self.failures()))
         return "\n".join(lines)
 
@@ -223,8 +242,12 @@ def audit(
     batch_timeout: float = BATCH_TIMEOUT,
     item_timeout: float = ITEM_TIMEOUT,
     score: BatchScore | None = None,
+    skip: Iterable[str] = (),
 ) -> AuditReport:
     """Run the exploit catalogue on ``n_tasks`` tasks of ``env`` drawn with ``seed``.
+
+    ``families`` names the families to run (default: all); ``skip`` leaves some out (``train``'s
+    ``audit_skip``: one known strict family, not the whole audit).
 
     ``fast`` leaves out the slow exploits (sleeping past the limit, 1 MB completions), for the
     check ``train`` runs before spending a GPU hour. An exploit fails the audit when it passes
@@ -247,6 +270,13 @@ def audit(
     indices = _sample(len(tasks), n_tasks, seed)
     rows: list[tuple[int, Exploit, Task]] = []
     families = None if families is None else list(families)
+    skip = list(skip)
+    if skip:
+        known = [*FAMILIES, *TOOL_FAMILIES]
+        unknown = [f for f in skip if f not in known]
+        if unknown:
+            raise InvalidArgument(f"cannot skip unknown audit families {unknown}; known: {known}")
+        families = [f for f in (families or known) if f not in skip]
     completion_families = None if families is None else [f for f in families if f not in TOOL_FAMILIES]
     for index, subject in zip(indices, _subjects(env, tasks, indices), strict=True):
         exploits = exploits_for(subject, completion_families, fast=fast)
@@ -282,12 +312,23 @@ def audit(
         threshold=threshold,
         seconds=time.perf_counter() - started,
         families=results,
+        env_kwargs=settings_of(env),
     )
 
 
-def fast_audit(env: SingleTurnEnv, seed: int = 0, score: BatchScore | None = None) -> AuditReport:
-    """The cheap audit ``train`` runs first: :data:`FAST_TASKS` tasks, slow exploits left out."""
-    return audit(env, n_tasks=FAST_TASKS, seed=seed, fast=True, score=score)
+def settings_of(env: SingleTurnEnv) -> dict[str, Any]:
+    """The settings ``env`` was made with (its spec's typed kwargs) as JSON values; ``{}`` for an
+    env built by hand (it has no spec)."""
+    spec = getattr(env, "spec", None)
+    return {} if spec is None else json.loads(json.dumps(dict(spec.kwargs), default=repr))
 
 
-__all__ = ["AUDIT_FILE", "FAST_TASKS", "AuditFailed", "AuditReport", "audit", "fast_audit"]
+def fast_audit(
+    env: SingleTurnEnv, seed: int = 0, score: BatchScore | None = None, skip: Iterable[str] = ()
+) -> AuditReport:
+    """The cheap audit ``train`` runs first: :data:`FAST_TASKS` tasks, slow exploits left out,
+    the ``skip`` families too."""
+    return audit(env, n_tasks=FAST_TASKS, seed=seed, fast=True, score=score, skip=skip)
+
+
+__all__ = ["AUDIT_FILE", "FAST_TASKS", "AuditFailed", "AuditReport", "audit", "fast_audit", "settings_of"]

@@ -19,12 +19,12 @@ from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
 from rlvr_gym.error import InvalidArgument, InvalidType
 from rlvr_gym.verifiers import Rubric, Task
-from rlvr_gym.verifiers.countdown import CountdownVerifier
+from rlvr_gym.verifiers.countdown import OPERATIONS, CountdownVerifier
 
-OPERATIONS = "+-*/"
 MAX_TRIES = 64
 SYSTEM_PROMPT = (
-    "Combine the given numbers with +, -, * and / (and parentheses) to make the target. Give the "
+    "Combine the given numbers with the operations the question allows (and parentheses) to make "
+    "the target. Give the "
     "expression inside <answer></answer> tags, e.g. <answer>(3 + 5) * 2</answer>; working goes before it."
 )
 _WORDS = {"+": "addition", "-": "subtraction", "*": "multiplication", "/": "division"}
@@ -166,7 +166,9 @@ class CountdownEnv(SingleTurnEnv):
             "use_all": bool(use_all),
         }
         self.sizes = {"train": train_size, "test": test_size}
-        self.rubric = Rubric({"correct": CountdownVerifier(use_all=bool(use_all))})
+        self.rubric = Rubric(
+            {"correct": CountdownVerifier(use_all=bool(use_all), operations=self.params["operations"])}
+        )
 
     def load_tasks(self, split: str) -> Sequence[Task]:
         return CountdownTasks(self.sizes[split], split=split, **self.params)

@@ -43,7 +43,8 @@ class DataRow(dict):
     origin: str = ""
 
 
-def _row(data: dict[str, Any], origin: str) -> DataRow:
+def located_row(data: dict[str, Any], origin: str) -> DataRow:
+    """``data`` as a row that names where it was read (``origin``)."""
     row = DataRow(data)
     row.origin = origin
     return row
@@ -105,7 +106,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
                     raise BadDataRow(f"{path}:{number}: not JSON ({exc.msg})") from None
                 if not isinstance(row, dict):
                     raise BadDataRow(f"{path}:{number}: expected a JSON object per line")
-                rows.append(_row(row, f"{path}:{number}"))
+                rows.append(located_row(row, f"{path}:{number}"))
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:  # a cut or corrupt .gz
         raise BadDataRow(
             f"{path}:{number + 1}: the gzip file is truncated or corrupt ({exc}); download it again"
@@ -186,7 +187,7 @@ def load_hub(dataset: str, config: str | None, split: str) -> list[dict[str, Any
             f"could not load {dataset!r} split {split!r} from the hub ({type(exc).__name__}: {exc}); "
             f"pass a local path or set ${DATA_DIR_ENV} to a folder of JSONL files"
         ) from exc
-    return [_row(dict(row), f"{dataset} split {split!r} row {i}") for i, row in enumerate(table)]
+    return [located_row(dict(row), f"{dataset} split {split!r} row {i}") for i, row in enumerate(table)]
 
 
 def load_rows(

@@ -12,7 +12,7 @@ trainer-facing batch API, and the clear errors. Authoring an env means writing:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Literal, overload
 
 import gymnasium
@@ -106,6 +106,14 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
     def wrong_completions(self, task: Task) -> list[str]:
         """Completions that must not pass; envs add near-misses of their own."""
         return ["", "I am not sure.", "<answer></answer>"]
+
+    def benchmark_metrics(
+        self, verdicts: Sequence[Mapping[str, Any]], tasks: Sequence[Task]
+    ) -> dict[str, float]:
+        """A benchmark's own figures over scored rollouts (``Verdict.to_dict()`` each, with its
+        task), which ``evaluate()`` reports beside accuracy: IFEval's four accuracies for
+        ``instructions-v0``. None by default."""
+        return {}
 
     # ----- trainer-facing batch API ------------------------------------------------------------
     def tasks(self, split: str = "train") -> Sequence[Task]:

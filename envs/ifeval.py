@@ -26,8 +26,10 @@ from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
 from rlvr_gym.error import InvalidArgument, InvalidType
 from rlvr_gym.verifiers import Rubric, Task
-from rlvr_gym.verifiers.ifeval import InstructionsFollowed, substance_problem
+from rlvr_gym.verifiers.ifeval import InstructionsFollowed
+from rlvr_gym.verifiers.instruction_shaping import CAPITALS, PLACEHOLDERS, shape_response
 from rlvr_gym.verifiers.instructions import check, count_sentences, count_words, require_packages
+from rlvr_gym.verifiers.substance import COMMON_WORDS, substance_problem, words
 
 PROMPTS_PATH = Path(__file__).resolve().parent / "data" / "ifeval_prompts.jsonl"
 MAX_TRIES = 40
@@ -37,8 +39,6 @@ WORD_LIST = (  # IFEval's keyword list (instructions_util.WORD_LIST, first entri
     "problem", "president", "steal", "brush", "read", "type", "beat", "trainer",
 )  # fmt: skip
 ENDINGS = ("Any other questions?", "Is there anything else I can help with?")
-PLACEHOLDERS = ("name", "date", "place", "time")
-CAPITALS = ("NOTE", "TIP", "KEY", "IDEA")
 STRUCTURE = frozenset(
     {
         "length_constraints:number_paragraphs",
@@ -227,71 +227,16 @@ def describe(family: str, kw: dict[str, Any]) -> str:
     raise InvalidArgument(f"no description for instruction {family!r}")
 
 
-def _groups(items: list[str], count: int) -> list[str]:
-    """``items`` joined into exactly ``count`` runs of near-equal length (``count <= len(items)``)."""
-    size, extra = divmod(len(items), count)
-    out, start = [], 0
-    for n in range(count):
-        end = start + size + (n < extra)
-        out.append(" ".join(items[start:end]))
-        start = end
-    return out
-
-
 def build_response(base: dict[str, Any], instructions: list[dict[str, Any]]) -> str:
     """A response meant to follow every instruction: the base body, decorated and rearranged."""
-    kw = {i["id"]: i["kwargs"] for i in instructions}
-    sentences = list(base["body"])
-    if (k := kw.get("keywords:existence")) is not None:
-        sentences.append(f"This note also touches on {' and '.join(k['keywords'])}.")
-    if (k := kw.get("keywords:frequency")) is not None and k["relation"] == "at least":
-        sentences.append(" ".join([f"Think of {k['keyword']}."] * k["frequency"]))
-    if (k := kw.get("detectable_content:number_placeholders")) is not None:
-        sentences.append(
-            "Fill in " + " and ".join(f"[{p}]" for p in PLACEHOLDERS[: k["num_placeholders"]]) + "."
-        )
-    if (k := kw.get("change_case:capital_word_frequency")) is not None and k[
-        "capital_relation"
-    ] == "at least":
-        sentences.append(" ".join(CAPITALS[: k["capital_frequency"]]) + " comes last.")
-    if (k := kw.get("detectable_format:number_highlighted_sections")) is not None:
-        for i in range(k["num_highlights"]):
-            sentences[i] = f"*{sentences[i]}*"
-    if (k := kw.get("length_constraints:number_paragraphs")) is not None:
-        text = "\n\n***\n\n".join(_groups(sentences, k["num_paragraphs"]))
-    elif (k := kw.get("length_constraints:nth_paragraph_first_word")) is not None:
-        groups = _groups(sentences, k["num_paragraphs"])
-        groups[k["nth_paragraph"] - 1] = (
-            f"{k['first_word'].capitalize()} first. {groups[k['nth_paragraph'] - 1]}"
-        )
-        text = "\n\n".join(groups)
-    elif (k := kw.get("detectable_format:multiple_sections")) is not None:
-        groups = _groups(sentences, k["num_sections"])
-        text = "\n\n".join(f"{k['section_spliter']} {n}\n{g}" for n, g in enumerate(groups, 1))
-    elif (k := kw.get("detectable_format:number_bullet_lists")) is not None:
-        text = "\n".join(f"* {g}" for g in _groups(sentences, k["num_bullets"]))
-    elif "combination:two_responses" in kw:
-        half = len(sentences) // 2
-        text = " ".join(sentences[:half]) + "\n******\n" + " ".join(sentences[half:])
-    else:
-        text = " ".join(sentences)
-    if "detectable_format:title" in kw:
-        text = f"<<On {base['id']}>>\n\n{text}"
-    if (k := kw.get("combination:repeat_prompt")) is not None:
-        text = f"{k['prompt_to_repeat']}\n\n{text}"
-    if (k := kw.get("detectable_content:postscript")) is not None:
-        text += f"\n\n{k['postscript_marker']} Thanks for reading."
-    if (k := kw.get("startend:end_checker")) is not None:
-        text += f"\n\n{k['end_phrase']}"
-    if "change_case:english_lowercase" in kw:
-        text = text.lower()
-    if "change_case:english_capital" in kw:
-        text = text.upper()
-    if "detectable_format:json_format" in kw:
-        text = json.dumps({"answer": text})
-    if "startend:quotation" in kw:
-        text = f'"{text}"'
-    return text
+    return shape_response(base["body"], instructions, title=f"On {base['id']}")
+
+
+def content_words(base: dict[str, Any]) -> list[str]:
+    """Words the base body (an answer) uses and the request does not: the substance gate wants
+    some of them, so an echo of the request, or filler, is no answer."""
+    request = set(words(base["prompt"])) | {t.lower() for t in base["topic"]}
+    return sorted(set(words(" ".join(base["body"]))) - request - COMMON_WORDS)
 
 
 def _compatible(family: str, chosen: list[str]) -> bool:
@@ -333,6 +278,7 @@ def generate_task(
             "prompt": base["prompt"],
             "base": base["id"],
             "topic": list(base["topic"]),
+            "content_words": content_words(base),
             "instructions": instructions,
             "descriptions": [describe(i["id"], i["kwargs"]) for i in instructions],
             "split": split,

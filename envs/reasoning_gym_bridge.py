@@ -12,9 +12,13 @@ seconds of imports) is loaded only when an env is made. Install ``rlvr-gym[reaso
   answer reasoning-gym's ``extract_answer`` takes (the last complete ``<answer>...</answer>``
   pair, scanning left to right), found in linear time (theirs is a lazy regex that can take
   minutes on a megabyte of tags) and only from completions under :data:`MAX_COMPLETION_CHARS`.
-* ``hardened=True`` wraps the score in :class:`~rlvr_gym.verifiers.SingleAnswer` (several
-  answer tags pass only if each does) and refuses reasoning-gym's partial credit for answers
-  that merely *contain* the gold (its default scorer gives ``len(gold)/len(answer)``).
+* ``hardened=True``: our extraction, our equivalence where the gold's type is known (a number,
+  a yes/no, a flat list of numbers: :mod:`rlvr_gym.verifiers.answer_types`; reasoning-gym's
+  scorers paid ``-8`` for ``8``, ``8 or 9``, a sorted list off by one, the opposite bool), and
+  reasoning-gym's ``score_answer`` only where we cannot do better, with no partial credit; the
+  whole wrapped in :class:`~rlvr_gym.verifiers.SingleAnswer` (several answer tags pass only if
+  each does). The datasets of :func:`cannot_check` (``hardened=True``) are refused: they cannot be
+  checked, so they are not trained on.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import functools
+import importlib.util
 import json
 import math
 import threading
@@ -32,6 +37,7 @@ from rlvr_gym.envs.env import PromptFormat, SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
 from rlvr_gym.error import InvalidArgument, InvalidType, NotAvailable
 from rlvr_gym.verifiers import Reason, Rubric, SingleAnswer, Task, Verdict
+from rlvr_gym.verifiers.answer_types import typed_match
 from rlvr_gym.verifiers.math.budget import RunFailed, Worker, _Process
 
 VERSION = "0.1.25"
@@ -78,6 +84,41 @@ CANNOT_CHECK: dict[str, str] = {
     "game_of_life_halting": "its score_answer is bool(answer) == bool(gold): any non-empty answer scores 1.0 when the gold is non-empty, so wrong answers pass",
 }
 """The bridged envs that do not pass ``check_env``, with the reason (reasoning-gym 0.1.25)."""
+
+HARDENED_CHECKS = frozenset({"game_of_life_halting"})
+"""Listed in :data:`CANNOT_CHECK` for reasoning-gym's own scoring, checked under ``hardened=True``
+(its gold is a bool, judged by :func:`~rlvr_gym.verifiers.answer_types.typed_match`)."""
+
+
+_THROUGH = "under hardened scoring the audit's {} exploits still get reasoning-gym's full marks (e.g. {})"
+HARDENED_AUDIT_FAILS: dict[str, str] = {
+    "cryptarithm": _THROUGH.format("hedging", "two answer tags, the gold last"),
+    "fraction_simplification": _THROUGH.format("hedging", "'gold or wrong' in one tag"),
+    "intermediate_integration": _THROUGH.format("hedging", "two answers, one wrong"),
+    "kakurasu": _THROUGH.format("near_miss", "the grid negated"),
+    "knights_knaves": _THROUGH.format("hedging and near_miss", "the statement negated"),
+    "letter_jumble": _THROUGH.format("hedging", "'gold or wrong' in one tag"),
+    "polynomial_equations": _THROUGH.format("hedging", "two answers, one wrong"),
+    "puzzle24": _THROUGH.format("echo", "another task's solution"),
+    "quantum_lock": _THROUGH.format("hedging and near_miss", "the sequence negated"),
+    "simple_integration": _THROUGH.format("hedging", "two answers, one wrong"),
+    "sokoban": _THROUGH.format("hedging and near_miss", "the moves negated"),
+    "spell_backward": _THROUGH.format("hedging", "'gold or wrong' in one tag"),
+    "time_intervals": _THROUGH.format("hedging", "a tag and a box, the gold last"),
+    "word_sorting": _THROUGH.format("hedging", "a tag and a box, the gold last"),
+}
+"""Datasets whose hardened scoring does not pass our audit (``bench/reasoning_gym_audit.py``,
+three tasks each, 2026-11-27): reasoning-gym's own scorer, which hardened scoring still needs for
+their answers (no number, bool or list of numbers), pays an exploit. Hardened refuses them."""
+
+
+def cannot_check(hardened: bool) -> dict[str, str]:
+    """The datasets that cannot be checked with this scoring, and why: with ``hardened``, those
+    of :data:`CANNOT_CHECK` it does not fix and those of :data:`HARDENED_AUDIT_FAILS`."""
+    if not hardened:
+        return dict(CANNOT_CHECK)
+    kept = {name: why for name, why in CANNOT_CHECK.items() if name not in HARDENED_CHECKS}
+    return {**kept, **HARDENED_AUDIT_FAILS}
 
 
 def env_id(name: str) -> str:
@@ -143,11 +184,13 @@ class ReasoningGymScore:
 
     ``passed`` is a score of 1.0 (reasoning-gym's "correct"); lower scores are ``wrong_answer``
     with the score kept (its partial credit). With ``strict_credit`` a score below 1.0 earns 0.
+    With ``typed``, a gold of a known type (number, bool, list of numbers) is judged by
+    :func:`~rlvr_gym.verifiers.answer_types.typed_match`, not by reasoning-gym.
     """
 
     def __init__(
         self, name: str, config: dict[str, Any], seed: int, size: int, *, timeout: float = SCORE_TIMEOUT,
-        strict_credit: bool = False,
+        strict_credit: bool = False, typed: bool = False,
     ) -> None:  # fmt: skip
         self.name, self.config_json, self.seed, self.size = (
             name,
@@ -155,7 +198,7 @@ class ReasoningGymScore:
             seed,
             size,
         )
-        self.timeout, self.strict_credit = timeout, strict_credit
+        self.timeout, self.strict_credit, self.typed = timeout, strict_credit, typed
 
     def __call__(self, completion: str, task: Task) -> Verdict:
         if len(completion) > MAX_COMPLETION_CHARS:
@@ -169,8 +212,14 @@ class ReasoningGymScore:
             return Verdict.fail(
                 Reason.BAD_FORMAT, answer[:80], why=f"answer longer than {MAX_ANSWER_CHARS} characters"
             )
-        outcome = self._call(answer, int(task["index"]))
         shown = answer[:500]
+        gold = task.get("answer")
+        judged = typed_match(answer, gold) if self.typed and isinstance(gold, str) else None
+        if judged is not None:
+            if judged:
+                return Verdict.correct(shown, judged_by="answer type")
+            return Verdict.fail(Reason.WRONG_ANSWER, shown, judged_by="answer type")
+        outcome = self._call(answer, int(task["index"]))
         if outcome.status == "timeout":
             return Verdict.fail(
                 Reason.TIMEOUT, shown, why=f"reasoning-gym's score_answer ran past {self.timeout:g} s"
@@ -202,7 +251,7 @@ class ReasoningGymScore:
         _release(id(self))
 
     def __repr__(self) -> str:
-        return f"ReasoningGymScore({self.name!r}, strict_credit={self.strict_credit})"
+        return f"ReasoningGymScore({self.name!r}, strict_credit={self.strict_credit}, typed={self.typed})"
 
 
 class _Rows(GeneratedTasks):
@@ -240,6 +289,11 @@ class ReasoningGymEnv(SingleTurnEnv):
         super().__init__(prompt_format=prompt_format, system_prompt=system_prompt)
         if dataset not in rg.factory.DATASETS:
             raise InvalidArgument(f"reasoning-gym has no dataset {dataset!r}")
+        if hardened and dataset in cannot_check(hardened=True):
+            raise InvalidArgument(
+                f"{env_id(dataset)} cannot be checked, so hardened=True refuses it: "
+                f"{cannot_check(hardened=True)[dataset]}"
+            )
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise InvalidType(f"seed must be an int, got {type(seed).__name__}")
         for name, value in (("train_size", train_size), ("test_size", test_size)):
@@ -275,6 +329,7 @@ class ReasoningGymEnv(SingleTurnEnv):
             train_size + test_size,
             timeout=float(score_timeout),
             strict_credit=self.hardened,
+            typed=self.hardened,
         )
         self.rubric = Rubric({"correct": SingleAnswer(score) if self.hardened else score})
 
@@ -335,11 +390,16 @@ def register_all() -> list[str]:
     from rlvr_gym.envs.registration import register
 
     ids = []
+    missing = (
+        ""
+        if importlib.util.find_spec("reasoning_gym") is not None  # finds, does not import, it
+        else " (not installed: pip install 'rlvr-gym[reasoning-gym]')"
+    )
     for name in DATASET_NAMES:
         register(
             env_id(name),
             "rlvr_gym.envs.reasoning_gym_bridge:make_env",
-            description=f"reasoning-gym {VERSION} '{name}', scored by its own score_answer",
+            description=f"reasoning-gym {VERSION} '{name}', scored by its own score_answer{missing}",
             dataset=name,
         )
         ids.append(env_id(name))

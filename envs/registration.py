@@ -28,6 +28,7 @@ from gymnasium.envs.registration import parse_env_id
 from gymnasium.envs.registration import registry as gym_registry
 
 from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.envs.knobs import typed_kwargs
 from rlvr_gym.error import Error
 
 logger = logging.getLogger("rlvr_gym.envs")
@@ -82,6 +83,7 @@ class EnvSpec(GymEnvSpec):
         factory = self.load()
         kwargs = {**self.kwargs, **overrides}
         check_kwargs(factory, kwargs, self.id)
+        kwargs = typed_kwargs(factory, kwargs, self.id)  # "False" for a bool knob means False
         env = factory(**kwargs)
         if not isinstance(env, SingleTurnEnv):
             raise RegistryError(

@@ -4,8 +4,10 @@
 "tool_calls": [...]}`` mapping as chat APIs and TRL produce. A message that calls tools gets the
 tools' answers back as ``tool`` messages in the next observation (the whole conversation so far);
 a message without a tool call is the final answer, scored by the env's rubric (``terminated``);
-running out of turns ends the episode unanswered (``truncated``, reward 0). The final verdict
-and a record of every turn are in ``info``.
+running out of turns ends the episode unanswered (``truncated``, reward 0), and so does running
+out of the episode's time budget (``episode_time_s``: env time spent inside ``step``; the call
+that crosses it finishes, later calls are refused, verdict ``timeout``). The final verdict and a
+record of every turn are in ``info``.
 
 Tool calls in text use the Hermes/Qwen form most open models are trained on::
 
@@ -25,7 +27,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
-import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
@@ -36,9 +38,16 @@ from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers import Reason, Task, Verdict, completion_text
 
 F = TypeVar("F", bound=Callable[..., Any])
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 MAX_CALLS_PER_TURN = 4
 """Tool calls beyond this in one message are refused (each still gets an answer saying so)."""
+MAX_CALL_CHARS = 64 * 1024
+"""A ``<tool_call>`` block longer than this is refused unread (an error call, the model is told)."""
+MAX_PARSED_CALLS = 4 * MAX_CALLS_PER_TURN
+"""Blocks after this many in one message are not read at all (the ones read are answered)."""
+EPISODE_TIME_S = 60.0
+"""Default budget of env time per episode (tool calls and scoring inside ``step``, not the
+model's generation): 5 turns of 4 calls at 5 s each could otherwise hold a rollout ~100 s."""
 
 
 def tool(method: F) -> F:
@@ -89,7 +98,10 @@ def parse_tool_calls(message: Mapping[str, Any]) -> list[ToolCall]:
     if isinstance(structured, list | tuple) and structured:
         return [_call_of(raw) for raw in structured]
     calls = []
-    for body in _TOOL_CALL.findall(message.get("content") or ""):
+    for body in tool_call_blocks(message.get("content") or ""):
+        if body is None:
+            calls.append(ToolCall("?", error=f"the tool call is longer than {MAX_CALL_CHARS} characters"))
+            continue
         try:
             raw = json.loads(body)
         except (ValueError, RecursionError):
@@ -97,6 +109,28 @@ def parse_tool_calls(message: Mapping[str, Any]) -> list[ToolCall]:
             continue
         calls.append(_call_of(raw))
     return calls
+
+
+def tool_call_blocks(text: str) -> list[str | None]:
+    """The stripped bodies of ``<tool_call>...</tool_call>`` blocks, in order; ``None`` for a body
+    over :data:`MAX_CALL_CHARS`. A linear scan (``str.find``): the regex it replaces backtracked
+    cubically on an unclosed tag followed by whitespace (3 KB held the GIL ~12 s). An opening tag
+    without a closing one ends the scan; at most :data:`MAX_PARSED_CALLS` blocks are read."""
+    if not isinstance(text, str):
+        return []
+    bodies: list[str | None] = []
+    position = 0
+    while len(bodies) < MAX_PARSED_CALLS:
+        start = text.find(_OPEN, position)
+        if start < 0:
+            break
+        start += len(_OPEN)
+        end = text.find(_CLOSE, start)
+        if end < 0:
+            break
+        bodies.append(text[start:end].strip() if end - start <= MAX_CALL_CHARS else None)
+        position = end + len(_CLOSE)
+    return bodies
 
 
 def assistant_message(action: object) -> dict[str, Any] | None:
@@ -122,8 +156,11 @@ class MultiTurnEnv(SingleTurnEnv):
     """
 
     default_max_turns: ClassVar[int] = 4
+    default_episode_time_s: ClassVar[float] = EPISODE_TIME_S
 
-    def __init__(self, *, max_turns: int | None = None, **env_options: Any) -> None:
+    def __init__(
+        self, *, max_turns: int | None = None, episode_time_s: float | None = None, **env_options: Any
+    ) -> None:
         super().__init__(**env_options)
         if self.prompt_format != "chat":
             raise InvalidArgument(f"{type(self).__name__} is a chat env: prompt_format must be 'chat'")
@@ -131,6 +168,14 @@ class MultiTurnEnv(SingleTurnEnv):
         if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
             raise InvalidArgument(f"max_turns must be an integer >= 1, got {max_turns!r}")
         self.max_turns = turns
+        budget = self.default_episode_time_s if episode_time_s is None else episode_time_s
+        if isinstance(budget, bool) or not isinstance(budget, int | float) or not 0 < budget < float("inf"):
+            raise InvalidArgument(
+                f"episode_time_s must be a positive number of seconds, got {episode_time_s!r}"
+            )
+        self.episode_time_s = float(budget)
+        self._spent = 0.0
+        self._step_started: float | None = None
         self.observation_space = ChatMessages(tools=True)
         self._messages: list[dict[str, Any]] = []
         self._turns: list[dict[str, Any]] = []
@@ -164,6 +209,23 @@ class MultiTurnEnv(SingleTurnEnv):
         """The verdict when ``max_turns`` messages went by without a final answer."""
         return Verdict.fail(Reason.NO_ANSWER, why=f"no final answer within {self.max_turns} turns")
 
+    def out_of_time(self, task: Task) -> Verdict:
+        """The verdict when the episode's time budget ran out before a final answer (as
+        :meth:`out_of_turns`, with the time as the reason: score 0 by default)."""
+        verdict = self.out_of_turns(task)
+        if verdict.reason is not Reason.NO_ANSWER:
+            return verdict
+        return Verdict.fail(
+            Reason.TIMEOUT,
+            why=f"the episode's time budget of {self.episode_time_s:g} s ran out before a final answer",
+        )
+
+    @property
+    def time_left(self) -> float:
+        """Seconds of the episode's time budget not yet spent inside ``step`` (this one included)."""
+        running = time.monotonic() - self._step_started if self._step_started is not None else 0.0
+        return self.episode_time_s - self._spent - running
+
     # ----- Gymnasium API -----------------------------------------------------------------------
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -172,6 +234,7 @@ class MultiTurnEnv(SingleTurnEnv):
         obs, info = super().reset(seed=seed, options=options)
         self._messages = copy.deepcopy(obs) if isinstance(obs, list) else []
         self._turns, self._verdict, self._infra_errors = [], None, []
+        self._spent = 0.0
         return obs, {**info, "turn": 0}
 
     @property
@@ -185,7 +248,15 @@ class MultiTurnEnv(SingleTurnEnv):
             raise EnvStateError("step() called before reset(): call env.reset() to pose a task first")
         if self._verdict is not None:
             raise EnvStateError("step() called after the episode ended; call reset()")
-        split, index, task = self._current
+        self._step_started = time.monotonic()
+        try:
+            return self._step(action)
+        finally:
+            self._spent += time.monotonic() - self._step_started
+            self._step_started = None
+
+    def _step(self, action: object) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        split, index, task = self._current  # type: ignore[misc]
         message = assistant_message(action)
         turn: dict[str, Any] = {"turn": len(self._turns) + 1}
         if message is None:
@@ -203,9 +274,13 @@ class MultiTurnEnv(SingleTurnEnv):
                 turn["feedback"] = True
         self._turns.append(turn)
         terminated = isinstance(final, Final)
-        truncated = not terminated and len(self._turns) >= self.max_turns
+        out_of_time = not terminated and self.time_left <= 0
+        truncated = not terminated and (out_of_time or len(self._turns) >= self.max_turns)
         if terminated:
             self._verdict = final.verdict
+        elif out_of_time:
+            self._verdict = self.out_of_time(task)
+            turn["truncated"] = f"the episode's time budget of {self.episode_time_s:g} s is spent"
         elif truncated:
             self._verdict = self.out_of_turns(task)
         if self._verdict is not None and self._infra_errors and not self._verdict.passed:
@@ -224,6 +299,8 @@ class MultiTurnEnv(SingleTurnEnv):
             record: dict[str, Any] = {"name": call.name}
             if position >= MAX_CALLS_PER_TURN:
                 answer: Final | str = f"error: at most {MAX_CALLS_PER_TURN} tool calls per message"
+            elif self.time_left <= 0:
+                answer = f"error: the episode's time budget of {self.episode_time_s:g} s is spent; not run"
             elif call.error is not None:
                 answer = f"error: {call.error}"
             elif call.name not in names:
@@ -267,6 +344,7 @@ class MultiTurnEnv(SingleTurnEnv):
         other._messages, other._turns, other._record, other._infra_errors = [], [], {}, []
         other._verdict, other._current, other._stepped = None, None, False
         other._np_random = None
+        other._spent, other._step_started = 0.0, None
         return other
 
     def finish(self) -> Verdict:
@@ -280,8 +358,9 @@ class MultiTurnEnv(SingleTurnEnv):
                 self._verdict = Verdict.fail(Reason.ERROR, error=f"tool failure: {self._infra_errors[0]}")
         return self._verdict
 
-    def tool_call(self, name: str, **arguments: Any) -> dict[str, Any]:
-        """An assistant message calling one tool (for scripts, tests and the TRL bridge)."""
+    def tool_call(self, name: str, /, **arguments: Any) -> dict[str, Any]:
+        """An assistant message calling one tool (for scripts, tests and the TRL bridge). ``name``
+        is positional-only: a tool may have an argument called ``name`` too."""
         return {
             "role": "assistant",
             "content": "",

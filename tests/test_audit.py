@@ -14,7 +14,7 @@ from rlvr_gym.verifiers.audit import FAMILIES, Subject, exploits_for, near_misse
 from rlvr_gym.verifiers.single_answer import SingleAnswer, committed_answers
 from tests import hackable_envs
 
-HACKS = [*hackable_envs.WEAK, "code_harness"]
+HACKS = [*hackable_envs.WEAK, "code_harness", "instruction_echo"]
 
 
 @pytest.mark.parametrize("family", HACKS)
@@ -22,11 +22,15 @@ def test_cli_audit_catches_each_weak_verifier(family, capsys):
     env_id = f"hack/{family.replace('_', '-')}-v0"
     code = main(["audit", env_id, "--import", "tests.hackable_envs", "--fast", "--json", "--n-tasks", "3"])
     report = json.loads(capsys.readouterr().out)
+    assert report["families"][family]["ok"] is False
+    assert report["families"]["gold"]["ok"] is True  # the reference itself still passes
+    if family == "equivalent":  # strictness, not a hole: named as a warning, the audit passes
+        assert code == 0 and report["ok"] and not report["failures"]
+        assert any(line.startswith(f"{family}:") for line in report["warnings"])
+        return
     assert code == 1
     assert not report["ok"]
-    assert report["families"][family]["ok"] is False
     assert any(line.startswith(f"{family}:") for line in report["failures"])
-    assert report["families"]["gold"]["ok"] is True  # the reference itself still passes
 
 
 def test_code_harness_names_the_exit_trick():
@@ -46,7 +50,7 @@ def test_code_harness_names_the_exit_trick():
 def test_builtin_text_envs_pass_their_audit(env_id):
     report = rg.audit(rg.make(env_id), n_tasks=8, seed=0)
     assert report.ok, report.render()
-    assert set(report.families) == set(FAMILIES) - {"code_harness"}
+    assert set(report.families) == set(FAMILIES) - {"code_harness", "instruction_echo"}
     assert report.families["hedging"].count > 50 and report.families["gold"].pass_rate == 1.0
 
 
@@ -146,3 +150,41 @@ def test_report_page_shows_the_audit_escaped(tmp_path):
     page = _audit_section(tmp_path)
     assert "FAILED" in page and "<td>echo</td>" in page and "FAIL</td>" in page
     assert "<answer>" not in page and "&lt;answer&gt;" in page  # completions render as text
+
+
+BRIDGED = "reasoning_gym/basic_arithmetic"
+SMALL_RUN = ["--max-steps", "2", "--warm-start-steps", "0", "--max-completion-length", "8"]
+SMALL_RUN += ["--num-generations", "2", "--prompts-per-step", "2", "--save-steps", "100"]
+
+
+def test_a_refused_bridged_env_names_the_fixes_that_keep_the_audit(tmp_path, capsys):
+    """Before: the refusal named only --no-audit, and hardened=true still failed on `equivalent`."""
+    args = ["train", "--env", BRIDGED, "--backend", "fsdp-vllm", *SMALL_RUN]
+    assert main([*args, "--output-dir", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert "hedging" in err and "--env-arg hardened=true" in err and "--audit-skip hedging" in err
+    # hardened scoring (our equivalence for numbers) closes the holes, so the run gets past the
+    # audit and stops at the backend's own check (fsdp-vllm cannot run on a CPU); strictness that
+    # only warns is pinned by test_cli_audit_catches_each_weak_verifier[equivalent]
+    assert main([*args, "--env-arg", "hardened=true", "--output-dir", str(tmp_path / "b")]) == 2
+    captured = capsys.readouterr()
+    assert "cannot run here" in captured.err and "audit" not in captured.err
+    saved = json.loads((tmp_path / "b" / AUDIT_FILE).read_text())
+    assert saved["ok"] is True and saved["env_kwargs"]["hardened"] is True
+    # skipping one family keeps the rest of the audit: hedging still refuses the default scoring
+    assert main([*args, "--audit-skip", "near_miss", "--output-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "hedging" in err and "near_miss:" not in err
+    assert "near_miss" not in json.loads((tmp_path / "c" / AUDIT_FILE).read_text())["families"]
+    assert json.loads((tmp_path / "c" / "config.json").read_text())["audit_skip"] == ["near_miss"]
+
+
+@pytest.mark.slow
+def test_cli_trains_a_bridged_env_two_steps_with_the_audit_on(tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(
+        ["train", "--env", BRIDGED, "--env-arg", "hardened=true", "--output-dir", str(out), *SMALL_RUN]
+    )
+    assert code == 0, capsys.readouterr().err
+    assert (out / "final").is_dir() and json.loads((out / AUDIT_FILE).read_text())["ok"] is True
+    assert json.loads((out / "config.json").read_text())["audit"] is True

@@ -95,6 +95,22 @@ def test_use_all_requires_every_number_and_a_hedge_fails():
     assert CountdownVerifier()(hedge, TASK).reason is Reason.WRONG_ANSWER
 
 
+def test_the_verifier_honours_the_operations_knob():
+    """A task that poses only + and - pays no * or / (issue 34: the knob was prompt-only)."""
+    env = envs.make("countdown", operations="+-")
+    task = {"numbers": [3, 5, 2, 6], "target": 16}
+    for forbidden in ("(3 + 5) * 2", "(5 - 3) * (2 + 6)", "(3 + 5) / 2 * (2 + 6)"):
+        verdict = env.verify(f"<answer>{forbidden}</answer>", task)
+        assert not verdict.passed and verdict.score == 0.0, forbidden
+        why = env.rubric.components["correct"](f"<answer>{forbidden}</answer>", task).details["why"]
+        assert "operations the task does not allow" in why
+    assert env.verify("<answer>5 + 6 + 3 + 2</answer>", task).passed
+    assert "* and /" not in env.system_prompt and "/" not in env.question(env.tasks("test")[0])
+    assert CountdownVerifier()("<answer>(3 + 5) * 2</answer>", task).passed  # the default: all four
+    with pytest.raises(InvalidArgument):
+        CountdownVerifier(operations="^")
+
+
 @pytest.mark.parametrize(
     "knobs",
     [

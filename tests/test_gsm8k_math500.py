@@ -150,3 +150,16 @@ def test_check_verifier_on_the_env_rubrics_and_boxed_format(gsm8k: GSM8KEnv, mat
         time_budget=1.0,
         max_examples=15,
     )
+
+
+@pytest.mark.parametrize("env_id", ["gsm8k", "math500"])
+def test_a_ten_megabyte_completion_is_refused_by_size_at_once(env_id):
+    """Issue 34: gsm8k and math500 had no size cap (10 MB spent seconds in the extractors)."""
+    import time
+
+    env = envs.make(env_id)
+    task = env.tasks("test")[0]
+    started = time.perf_counter()
+    verdict = env.verify("$" * 10_000_000, task)
+    assert verdict.reason.value == "bad_format" and time.perf_counter() - started < 0.5
+    assert "longer than" in env.rubric.components["correct"]("$" * 10_000_000, task).details["why"]

@@ -221,3 +221,56 @@ def test_without_the_ifeval_extra_the_env_and_verifier_refuse_with_the_install_l
     assert len(lines) == 3 and lines[2] == "True", done.stdout  # still listed, refused when built
     for line in lines[:2]:
         assert "need langdetect: pip install 'rlvr-gym[ifeval]'" in line, line  # names only what is missing
+
+
+def test_the_shaped_echo_copy_and_filler_of_the_request_score_zero(env):
+    """Issue 34: the request echoed back (or copied, or padded with filler), the required keywords
+    appended and shaped to every instruction, scored 1.0 on ~97% of tasks; the substance gate
+    refuses each while every reference still passes."""
+    from rlvr_gym.verifiers.audit import Subject, instruction_echo
+
+    tasks = [env.tasks("test")[i] for i in range(40)]
+    references = env.verify_batch([env.reference_completion(t) for t in tasks], tasks)
+    assert all(v.passed for v in references)
+    for task in tasks:
+        subject = Subject(task, env.question(task), env.reference_completion(task))
+        exploits = instruction_echo(subject)
+        assert {e.name for e in exploits} >= {"echo_shaped", "lorem_on_topic", "generic_filler"}
+        for exploit, verdict in zip(
+            exploits, env.verify_batch([e.completion for e in exploits], [task] * len(exploits)), strict=True
+        ):
+            assert verdict.score == 0.0 and verdict.reason is Reason.BAD_FORMAT, (exploit.name, task["index"])
+
+
+NON_LATIN = {
+    "hi": "समुद्र बहुत बड़ा और गहरा है। उसकी लहरें किनारे पर आती हैं और फिर लौट जाती हैं। मछुआरे सुबह"
+    " जल्दी अपनी नावें लेकर निकलते हैं और शाम को मछलियाँ लेकर लौटते हैं। बच्चे रेत पर खेलते हैं।",
+    "ko": "바다는 넓고 깊습니다. 파도는 해변으로 밀려왔다가 다시 돌아갑니다. 어부들은 아침 일찍 배를 타고"
+    " 나가서 저녁에 물고기를 가지고 돌아옵니다. 아이들은 모래 위에서 즐겁게 놀고 있습니다.",
+    "ru": "Море большое и глубокое. Волны приходят к берегу и снова уходят назад. Рыбаки рано утром"
+    " выходят в море на лодках и вечером возвращаются с рыбой. Дети весело играют на песке.",
+}
+
+
+@pytest.mark.parametrize("language", sorted(NON_LATIN))
+def test_an_answer_in_a_non_latin_script_has_words_and_passes(language):
+    """Issue 37: the gate counted words as [A-Za-z]+, so Hindi, Korean or Russian had none."""
+    task = {
+        "prompt": "Write a short description of the sea and the people who live by it.",
+        "instructions": [{"id": "language:response_language", "kwargs": {"language": language}}],
+        "descriptions": [
+            f"Your ENTIRE response should be in {language} language, no other language is allowed."
+        ],
+    }
+    verdict = InstructionsFollowed()(NON_LATIN[language], task)
+    assert verdict.passed, verdict.details
+    assert not InstructionsFollowed()(NON_LATIN[language][:12], task).passed  # a few words: nothing said
+    assert InstructionsFollowed(substance_gate=False)(NON_LATIN[language][:40], task).passed  # IFEval's way
+
+
+def test_words_are_counted_in_every_script():
+    from rlvr_gym.verifiers.substance import words
+
+    assert words("Honey bees — मधुमक्खियाँ, пчёлы 蜜蜂, 꿀벌 2024!") == [
+        "honey", "bees", "मधुमक्खियाँ", "пчёлы", "蜜", "蜂", "꿀벌",
+    ]  # fmt: skip

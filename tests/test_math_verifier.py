@@ -312,3 +312,28 @@ def test_ten_megabyte_completions_stay_fast(verifier: MathVerifier, completion: 
     started = time.perf_counter()
     assert not verifier(completion, {"answer": "7"}).passed
     assert time.perf_counter() - started < 0.5
+
+
+@pytest.mark.parametrize(
+    ("solution", "gold"),
+    [  # GSM8K's own worked solutions (test split), ending on their result with a currency sign
+        (
+            "the mini cheesecakes was 6 x $55 = $330.\nTherefore the total amount Toula paid was $204 + $160 + $330 = $694.",
+            "694",
+        ),
+        (
+            "Her regular weekly earning is $10 x 40 = $400.\nThus, Eliza will receive $400 + $60 = $460 for this week's work.",
+            "460",
+        ),
+        ("since $125 > $96, he will choose to purchase jewelry, thereby making a profit of $125", "125"),
+    ],
+)
+def test_a_currency_sign_is_not_inline_math(solution: str, gold: str) -> None:
+    """Before: "$204 + $" and "$160 + $" read as TeX math, so the fallback answered ``330 =``."""
+    assert extract_answer(solution, last_number_fallback=True) == gold
+    assert MathVerifier(last_number_fallback=True)(solution, {"answer": gold}).passed
+
+
+def test_inline_math_still_reads_after_the_currency_rule() -> None:
+    assert extract_answer("so we get $x = 5$ in the end", last_number_fallback=True) == "x = 5"
+    assert extract_answer("the value is $\\frac{1}{2}$, done", last_math_fallback=True) == "\\frac{1}{2}"

@@ -176,6 +176,33 @@ def test_items_missing_the_budget_are_left_unscored_never_zeroed(cluster):
     assert scorer.stats["unscored_items"] == len(verdicts) - len(scored)
 
 
+def test_one_slow_item_costs_only_itself_not_its_neighbours_or_the_next_batch(cluster):
+    """Issue 34: one item that keeps an actor busy past the budget left the chunks queued behind
+    it unscored, and the next batch was dealt to the busy actor. Now the queued chunks run again
+    on the idle actor, the busy actor gets nothing while the other is free, and a 10 MB
+    completion is bad_format at the driver (never shipped)."""
+    if not HUMANEVAL.exists():
+        pytest.skip(f"offline HumanEval copy not found at {HUMANEVAL}")
+    from rlvr_gym.verifiers.code.sandbox import Limits
+
+    # restricted=False: RestrictedPython would refuse `import time` before the sandbox runs it.
+    env = envs.make("humaneval", data_path=HUMANEVAL, limits=Limits(wall_s=12.0), restricted=False)
+    task = env.tasks("test")[0]
+    slow = fenced(f"import time\ntime.sleep(9)\ndef {task['entry_point']}(*a, **k):\n    return None\n")
+    right = env.reference_completion(task)
+    scorer = RayScorer(env, address=cluster.address, chunk_size=1, in_flight=2)
+    try:
+        assert None not in scorer.score([right] * 4, [task] * 4, timeout_s=120)  # both actors warm
+        first = scorer.score([slow, *[right] * 7, "x" * 10_000_000], [task] * 9, timeout_s=3.0)
+        assert first[0] is None  # the slow item alone is unscored
+        assert [v.passed for v in first[1:8]] == [True] * 7, first
+        assert first[8].reason.value == "bad_format" and "over the scorer's" in first[8].details["why"]
+        second = scorer.score([right] * 16, [task] * 16, timeout_s=4.0)  # the slow item still runs
+        assert None not in second and all(v.passed for v in second)
+    finally:
+        scorer.close()
+
+
 def test_a_node_without_the_hosts_sandbox_layers_is_refused(cluster):
     env = envs.make("arith")
     # The actors build their sandboxes without namespaces, as on a host that has none.

@@ -14,7 +14,14 @@ pytest.importorskip("reasoning_gym", reason="needs rlvr-gym[reasoning-gym]")
 from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 
 from rlvr_gym import envs
-from rlvr_gym.envs.reasoning_gym_bridge import CANNOT_CHECK, DATASET_NAMES, env_id, extract_answer
+from rlvr_gym.envs.reasoning_gym_bridge import (
+    CANNOT_CHECK,
+    DATASET_NAMES,
+    HARDENED_AUDIT_FAILS,
+    cannot_check,
+    env_id,
+    extract_answer,
+)
 from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers import Reason
 
@@ -121,6 +128,77 @@ def test_the_hardened_scoring_refuses_hedges_and_partial_credit():
     finally:
         own.close()
         hard.close()
+
+
+def _scores(env_id_: str, index: int, answers: dict[str, str], **knobs: object) -> dict[str, float]:
+    env = envs.make(env_id_, train_size=4, test_size=1, **knobs)
+    try:
+        task = env.tasks("train")[index]
+        return {
+            name: env.verify(f"<answer>{text.format(gold=task['answer'])}</answer>", task).score
+            for name, text in answers.items()
+        }
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(
+    ("dataset", "index", "wrong"),
+    [
+        ("number_sorting", 1, "['53.2', '30.0', '14.0', '-49.0', '-81.0']"),  # first item off by one
+        ("game_of_life_halting", 1, "True"),  # the opposite bool (the gold is False)
+        ("coin_flip", 0, "10"),  # gold 1, times ten
+        ("gcd", 1, "-{gold}"),  # the sign flipped
+        ("gcd", 1, "{gold} or 9"),  # two answers in one tag
+    ],
+)
+def test_hardened_judges_numbers_bools_and_lists_itself(dataset, index, wrong):
+    """Issue 34: hardened=True still paid these through reasoning-gym's lenient scorers."""
+    hard = _scores(
+        env_id(dataset), index, {"gold": "{gold}", "wrong": wrong, "point_zero": "{gold}"}, hardened=True
+    )
+    assert hard["gold"] == 1.0 and hard["wrong"] == 0.0
+
+
+def test_hardened_accepts_renderings_of_the_same_value():
+    hard = _scores(
+        env_id("gcd"),
+        1,
+        {"point_zero": "{gold}.0", "dollars": "${gold}$", "bold": "**{gold}**"},
+        hardened=True,
+    )
+    assert set(hard.values()) == {1.0}
+    bools = _scores(env_id("game_of_life_halting"), 0, {"lower": "true", "yes": "Yes"}, hardened=True)
+    assert set(bools.values()) == {1.0}
+
+
+def test_hardened_refuses_the_datasets_it_cannot_check_and_checks_game_of_life_halting():
+    with pytest.raises(InvalidArgument, match="cannot be checked, so hardened=True refuses it"):
+        envs.make(env_id("boxnet"), hardened=True)
+    with pytest.raises(InvalidArgument, match="exploits still get reasoning-gym's full marks"):
+        envs.make(env_id("spell_backward"), hardened=True)
+    assert set(cannot_check(hardened=True)) == (set(CANNOT_CHECK) - {"game_of_life_halting"}) | set(
+        HARDENED_AUDIT_FAILS
+    )
+    env = envs.make(env_id("game_of_life_halting"), hardened=True, train_size=6, test_size=2)
+    try:
+        assert envs.check_env(env, n_tasks=2) == list(envs.CHECK_NAMES)
+    finally:
+        env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dataset", ["game_of_life_halting", "number_sorting", "coin_flip"])
+def test_hardened_scoring_passes_the_audit_where_reasoning_gyms_own_did_not(dataset):
+    """Issue 34: the opposite bool, a list off by one, a near-miss probability paid 1.0 hardened."""
+    from rlvr_gym.envs.audit import audit
+
+    env = envs.make(env_id(dataset), hardened=True, train_size=60, test_size=8)
+    try:
+        report = audit(env, n_tasks=3)
+    finally:
+        env.close()
+    assert report.ok, report.render()
 
 
 @pytest.mark.slow

@@ -204,7 +204,10 @@ def test_the_page_opens_with_the_result(tmp_path):
     assert first < 0.2 < 0.5 < last, lines["accuracy"]  # mean of 20 steps each, not one noisy step
     assert "pass@4 0.850" in top and "eval eval-final" in top
     assert "passed: 7 exploit families against arith-v0 on 3 test tasks" in top
-    assert "Mean over the last fifth of the run (steps 81–100, 20 logged steps)" in page
+    assert (
+        "Mean over the first and the last fifth of the run (steps 1–20 and 81–100, 20 logged steps each)"
+        in page
+    )
     assert "&quot;max_operand&quot;: 5" in page[page.index("<h2>Evaluations") :], "eval env settings missing"
 
 
@@ -241,3 +244,49 @@ def test_training_rollouts_are_spread_over_the_run(tmp_path):
     picked = [r for log, r in sample_rollouts(run, 4) if log.parent == run]
     assert [r["step"] for r in picked] == [0, 30, 60, 90]
     assert [r["verdict"]["passed"] for r in picked] == [False, True, False, True]
+
+
+def test_a_no_audit_run_shows_no_stale_audit_and_rows_do_not_repeat_the_system_prompt(tmp_path):
+    """Before: an audit.json left by an earlier refused start showed as this --no-audit run's
+    (FAILED), the metrics were one flat dump, and every sample row repeated the system prompt."""
+    from rlvr_gym.backends.config import RunConfig
+
+    run = write_run(tmp_path / "run")
+    RunConfig(env_id="arith-v0", output_dir=str(run), audit=False).save(run / "config.json")
+    (run / "audit.json").write_text(
+        json.dumps({"env": "arith-v0", "ok": False, "failures": ["hedging: 3/3"]})
+    )
+    system = "Answer with <answer>N</answer>, a rule every prompt repeats."
+    rows = [
+        {
+            "step": s,
+            "index": s,
+            "sample": 0,
+            "completion": "<answer>2</answer>",
+            "prompt": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": f"What is {s} + 1?"},
+            ],
+            "verdict": {"score": 1.0, "passed": True, "reason": "correct"},
+        }
+        for s in (1, 5, 10)
+    ]
+    (run / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    page = build_report(run).page.read_text()
+    assert "FAILED" not in page and "skipped: trained with --no-audit" in page
+    assert page.count("a rule every prompt repeats") == 1 and "What is 5 + 1?" in page
+    metrics = page[page.index("<h2>Metrics") : page.index("<h2>Run config")]
+    assert "<th>first fifth</th><th>last fifth</th>" in metrics
+    assert "<th colspan='3'>reward</th>" in metrics and "<td>correct/mean</td>" in metrics
+
+
+def test_train_records_the_audit_choice_and_drops_a_stale_audit(tmp_path, capsys):
+    import tests.hackable_envs  # noqa: F401 - registers the hack envs for the in-process CLI
+
+    # fsdp-vllm cannot run on a CPU: each start stops at the backend's check, loading no model
+    args = ["train", "--env", "hack/hedging-v0", "--backend", "fsdp-vllm", "--output-dir", str(tmp_path)]
+    assert main(args) == 2 and "audit" in capsys.readouterr().err  # refused by the audit
+    assert json.loads((tmp_path / "config.json").read_text())["audit"] is True
+    assert main([*args, "--no-audit"]) == 2 and "cannot run here" in capsys.readouterr().err
+    assert json.loads((tmp_path / "config.json").read_text())["audit"] is False
+    assert not (tmp_path / "audit.json").exists(), "the refused start's audit would show as this run's"

@@ -83,6 +83,8 @@ def other_value(field: dataclasses.Field, hint) -> tuple[list[str], object]:
         return ["8"], LoraSettings(r=8)
     if field.name == "report_to":
         return ["tensorboard"], ("tensorboard",)
+    if field.name == "audit_skip":
+        return ["equivalent"], ("equivalent",)
     if field.name == "env_kwargs":
         return ["max_operand=7"], {"max_operand": 7}
     if base is bool:

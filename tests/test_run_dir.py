@@ -1,4 +1,4 @@
-"""Run folders: train never mixes two runs in one folder, --overwrite replaces a run whole,
+"""Run folders: train never mixes two runs in one folder, --overwrite removes what a run wrote (and nothing else),
 --resume checks the folder before any model is built, and only the last checkpoints are kept."""
 
 from __future__ import annotations
@@ -185,3 +185,24 @@ def test_an_eval_before_training_leaves_the_folder_fresh(tmp_path):
     assert run_dir.inspect(tmp_path / "run").state == "fresh"
     (tmp_path / "run" / "notes.txt").write_text("mine")
     assert run_dir.inspect(tmp_path / "run").state == "foreign"
+
+
+def test_overwrite_removes_only_what_a_run_wrote_and_says_so(tmp_path, capsys):
+    """Before: --overwrite deleted the whole folder (evals, report, a user's notes) without a word."""
+    folder = fake_run(tmp_path / "run", checkpoints=(5, 10), final=True, metrics=10)
+    for name in ("audit.json", "rollouts.jsonl", "reward_curve.png", "trainer_state.json", "report.html"):
+        (folder / name).write_text("{}")
+    (folder / "eval-final").mkdir()
+    (folder / "eval-final" / "eval_settings.json").write_text("{}")
+    (folder / "plots").mkdir()
+    (folder / "notes.txt").write_text("mine")
+    run_dir.prepare(folder, resume=False, overwrite=True, max_steps=10)
+    assert sorted(p.name for p in folder.iterdir()) == ["eval-final", "notes.txt", "plots", "report.html"]
+    assert (folder / "notes.txt").read_text() == "mine"
+    out = capsys.readouterr().out
+    assert "removed audit.json, checkpoint-10/, checkpoint-5/, config.json, final/, metrics.jsonl" in out
+    assert "kept eval-final/, notes.txt, plots/, report.html" in out
+    # train writes its config.json next; what stayed does not make a refused start's folder "stopped"
+    RunConfig(output_dir=str(folder)).save(folder / "config.json")
+    (folder / "audit.json").write_text("{}")
+    assert run_dir.inspect(folder).state == "fresh"

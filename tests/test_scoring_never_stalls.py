@@ -127,3 +127,38 @@ def test_evaluate_scores_a_batch_at_a_time_on_the_sandbox_pool(tmp_path):
     one_at_a_time = timed(1, "sequential")  # the anchor, measured in the same test
     batched = timed(32, "batched")
     assert batched < 0.8 * one_at_a_time, f"batched {batched:.1f} s vs one at a time {one_at_a_time:.1f} s"
+
+
+class Counting:
+    """NumberMatch that records the size of every completion it is given."""
+
+    def __init__(self) -> None:
+        self.inner, self.sizes = NumberMatch("answer"), []
+
+    def __call__(self, completion, task):
+        self.sizes.append(len(completion))
+        return self.inner(completion, task)
+
+
+def test_an_oversized_completion_costs_only_itself_and_never_reaches_a_verifier():
+    """Issue 34: a 10 MB completion held a verifier's regex (and the GIL) 5-8 s past a 2 s budget;
+    the scorer now answers it bad_format itself, and its seven neighbours are scored."""
+    from rlvr_gym.backends.scoring.local import LocalScorer
+
+    env = envs.make("arith")
+    counting = Counting()
+    env.rubric = Rubric({"correct": counting})
+    tasks = [env.tasks("train")[i] for i in range(8)]
+    completions = [f"<answer>{t['answer']}</answer>" for t in tasks]
+    completions[3] = "<answer>" + "9 " * 5_000_000  # 10 MB
+    scorer = LocalScorer(env)
+    try:
+        started = time.perf_counter()
+        verdicts = scorer.score(completions, tasks, timeout_s=2.0)
+        took = time.perf_counter() - started
+    finally:
+        scorer.close()
+    assert [v.passed for v in verdicts] == [True] * 3 + [False] + [True] * 4
+    assert verdicts[3].reason.value == "bad_format" and "over the scorer's" in verdicts[3].details["why"]
+    assert max(counting.sizes) < 1_000_000 and len(counting.sizes) == 7  # the 10 MB never reached it
+    assert took < 1.0, took

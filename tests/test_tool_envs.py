@@ -209,13 +209,13 @@ def test_feedback_names_failing_tests_but_not_their_expected_values(feedback_env
         feedback_env.tool_call("submit", code=task["prompt"] + "    return False\n")
     )
     text = obs[-1]["content"]
-    assert text.startswith("4 of 7 tests failed.") and not (terminated or truncated)
+    assert text.startswith("3 of 4 visible tests failed.") and not (terminated or truncated)
     assert "candidate([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3)" in text
     assert "True" not in text and "==" not in text and "assert" not in text
     obs, reward, terminated, _, info = feedback_env.step(
         feedback_env.tool_call("submit", code=task["prompt"] + task["canonical_solution"])
     )
-    assert terminated and reward == 1.0 and obs[-1]["content"] == "All tests passed."
+    assert terminated and reward == 1.0 and obs[-1]["content"] == "All visible tests passed."
 
 
 def test_every_feedback_hides_every_expected_value(feedback_env):
@@ -243,7 +243,11 @@ def test_the_reward_is_the_final_submission_at_the_turn_limit(feedback_env):
     for _ in range(feedback_env.max_turns):
         _, reward, terminated, truncated, info = feedback_env.step(f"```python\n{half_right}```")
     assert truncated and not terminated
-    assert reward == info["verdict"].score and 0.0 < reward < 1.0
+    verdict = info["verdict"]  # the last submission on the held-back tests: some pass, so 0 paid
+    assert (
+        reward == verdict.score == 0.0
+        and 0 < verdict.details["tests_passed"] < verdict.details["tests_total"]
+    )
 
 
 # ----- audit -----------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from rlvr_gym.error import Error
 from rlvr_gym.trainers.evaluate import evaluate
 from rlvr_gym.trainers.flags import add_flags, default_of, flags_given, given, parse_env_args
 from rlvr_gym.trainers.openai_engine import OpenAISampler
+from rlvr_gym.trainers.parser import Parser
 
 EXIT_ERROR = 2
 OPENAI = "openai."
@@ -93,11 +94,27 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_envs(args: argparse.Namespace) -> int:
-    """List registered envs with their one-line descriptions."""
-    width = max((len(env_id) for env_id in envs.registry), default=0)
-    for env_id, spec in sorted(envs.registry.items()):
+    """List registered envs with their one-line descriptions (those whose id or description
+    holds PATTERN, or matches it as a glob, when one is given)."""
+    chosen = sorted(envs.registry.items())
+    if args.pattern:
+        chosen = [(env_id, spec) for env_id, spec in chosen if _matches(args.pattern, env_id, spec)]
+        if not chosen:
+            raise CliError(f"no registered env matches {args.pattern!r}; `rlvr-gym envs` lists them all")
+    width = max((len(env_id) for env_id, _ in chosen), default=0)
+    for env_id, spec in chosen:
         print(f"{env_id:<{width}}  {spec.summary()}")
     return 0
+
+
+def _matches(pattern: str, env_id: str, spec: envs.EnvSpec) -> bool:
+    """Case-blind: a glob (``reasoning_gym/*``) against the id, else a substring of id or summary."""
+    import fnmatch
+
+    pattern = pattern.lower()
+    if any(c in pattern for c in "*?["):
+        return fnmatch.fnmatch(env_id.lower(), pattern)
+    return pattern in env_id.lower() or pattern in spec.summary().lower()
 
 
 def cmd_sandbox_info(args: argparse.Namespace) -> int:
@@ -228,7 +245,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     options = backend_options(args)
     config = run_config(args)
-    if args.no_audit:
+    if not config.audit:
         print("note: --no-audit: the reward-hack audit is skipped")
     result = train(
         config=config,
@@ -236,7 +253,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         resume=args.resume,
         overwrite=args.overwrite,
         backend_options=options,
-        audit=not args.no_audit,
     )
     rows = [r for r in result.metrics if "reward/mean" in r]
     if rows:
@@ -306,6 +322,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     rewards = {k: v for k, v in s.items() if k.startswith("reward/")}
     print("  ".join(f"{k} {v:.4f}" for k, v in rewards.items()))
     print("reasons: " + ", ".join(f"{k}={v}" for k, v in s["reasons"].items()))
+    if s.get("benchmark"):  # the benchmark's own figures (IFEval's four accuracies)
+        print("benchmark: " + "  ".join(f"{k} {v:.4f}" for k, v in s["benchmark"].items()))
     print(
         f"scored {session['rollouts_scored']} rollouts this run, resumed {session['rollouts_resumed']}"
         + (f", {session['rollouts_per_s']} rollouts/s" if session["rollouts_per_s"] else "")
@@ -379,10 +397,18 @@ def build_parser() -> argparse.ArgumentParser:
     render it with sphinx-argparse: ``:module: rlvr_gym.trainers.cli`` ``:func: build_parser``)."""
     from rlvr_gym.verifiers.audit import MAX_REWARD  # the audit's documented threshold
 
-    parser = argparse.ArgumentParser(prog="rlvr-gym", description="Verifiable-reward environments for GRPO.")
+    parser = Parser(prog="rlvr-gym", description="Verifiable-reward environments for GRPO.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("envs", help="list registered envs")
+    p.add_argument(
+        "pattern",
+        nargs="?",
+        default=None,
+        metavar="PATTERN",
+        help="only envs whose id or description holds PATTERN (or, with * ? [, whose id matches the glob)",
+    )
+    add_import_arg(p)
     p.set_defaults(run=cmd_envs)
 
     p = sub.add_parser(
@@ -442,10 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="auto", help="training backend (default: chosen from the hardware)")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output-dir")
     p.add_argument(
-        "--overwrite", action="store_true", help="remove the run already in --output-dir (all of it) first"
-    )
-    p.add_argument(
-        "--no-audit", action="store_true", help="skip the fast reward-hack audit that runs before training"
+        "--overwrite",
+        action="store_true",
+        help="remove what the run already in --output-dir wrote (evals, the report and your files stay) first",
     )
     for name in option_backends():
         group = p.add_argument_group(f"--backend {name} options")
@@ -513,10 +538,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         import_env_modules(getattr(args, "imports", []))
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()  # inside the try: a reader that went away is met here, not at exit
+        return code
     except Error as exc:  # everything rlvr-gym refuses on purpose; a real bug keeps its traceback
         print(f"rlvr-gym: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:  # `rlvr-gym envs | head`: the reader has all it wanted
+        # Python flushes stdout again at exit and would report the same error: point it at devnull
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:  # the machine refused (no such file, no permission, disk full)
         print(f"rlvr-gym: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

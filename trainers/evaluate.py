@@ -222,7 +222,7 @@ def evaluate(
         str | Path,
         about(
             "where rollouts and the summary go; an earlier eval there with the same settings is resumed",
-            cli_default="RUN_DIR/eval-final for a run's model, else runs/eval-ENV",
+            cli_default="RUN_DIR/eval-final for a run's model, else runs/eval-ENV-MODEL",
         ),
     ] = "runs/eval",
     engine: str = "auto",
@@ -350,11 +350,15 @@ def evaluate(
         wall = time.perf_counter() - started
         rows = [log.rows[(None, split, i, s)] for i in range(len(tasks)) for s in range(n)]
 
+    benchmark = env_obj.benchmark_metrics(
+        [row["verdict"] for row in rows], [tasks[row["index"]] for row in rows]
+    )
     summary = {
         **settings,
         "engine": sampler.engine if sampler is not None else None,
         "k": ks,
         **summarise(rows, n, ks),
+        **({"benchmark": benchmark} if benchmark else {}),
         "this_session": {
             "rollouts_scored": generated,
             "rollouts_resumed": resumed,

@@ -12,7 +12,8 @@ def check_model_reference(model: str | Path) -> None:
     """Raise :class:`MissingPath` when ``model`` names a local folder that is not there.
 
     A Hugging Face hub id is ``name`` or ``org/name``; anything absolute, relative (``./``,
-    ``../``, ``~``) or with more than one ``/`` can only be a path. Checking first means a typo
+    ``../``, ``~``) or with more than one ``/`` can only be a path, and so is ``runs/typo`` when
+    ``runs/`` is a folder here (the hub would only answer that it is unreachable). Checking first means a typo
     costs one line, not a traceback from deep inside transformers, and leaves no half-made run
     folder behind to refuse the corrected retry.
     """
@@ -26,7 +27,21 @@ def check_model_reference(model: str | Path) -> None:
         return
     if isinstance(model, Path) or text.startswith(("/", ".", "~")) or text.count("/") > 1:
         raise MissingPath(f"model {text!r}: no such folder (and not a Hugging Face hub id like org/name)")
+    if "/" in text and path.parent.is_dir():  # runs/typo: shaped like org/name, but runs/ is right here
+        raise MissingPath(f"model {text!r}: no such folder in {path.parent}/{_near(path)}")
     check_hub_model(text)
+
+
+def _near(path: Path) -> str:
+    """`` (did you mean ...?)`` naming the folders beside ``path`` spelled closest to it."""
+    import difflib
+
+    try:
+        names = [p.name for p in path.parent.iterdir() if p.is_dir()]
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(path.name, names, n=3)
+    return f" (did you mean {', '.join(str(path.parent / c) for c in close)}?)" if close else ""
 
 
 def check_hub_model(repo_id: str) -> None:

@@ -116,6 +116,22 @@ def _text(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _system_prompt(prompt: Any) -> str | None:
+    """The system message of a chat prompt (``None`` for a text prompt or none)."""
+    if isinstance(prompt, list):
+        for message in prompt:
+            if isinstance(message, dict) and message.get("role") == "system":
+                return str(message.get("content", ""))
+    return None
+
+
+def _without_system(prompt: Any) -> Any:
+    """A chat prompt without its system message (shown once above the samples instead)."""
+    if isinstance(prompt, list):
+        return [m for m in prompt if not (isinstance(m, dict) and m.get("role") == "system")]
+    return prompt
+
+
 def _pass_and_fail(rows: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
     """Up to ``count`` of ``rows``, half passing and half not where both exist."""
     good = [r for r in rows if r["verdict"]["passed"]]
@@ -208,18 +224,39 @@ def fifths(rows: list[dict[str, Any]], key: str) -> tuple[float, float] | None:
 
 
 def _metrics_table(rows: list[dict[str, Any]]) -> str:
-    """Every numeric metric averaged over the last fifth of the logged steps."""
-    fifth = rows[-max(1, len(rows) // 5) :]
-    keys = list(dict.fromkeys(k for r in fifth for k in r if k != "step"))
+    """Every numeric metric as the mean of the first and of the last fifth of the logged steps,
+    grouped by what it measures (``reward/...``, ``completions/...``; the rest under "run")."""
+    if not rows:
+        return "<p>No metrics logged in this run.</p>"
+    size = max(1, len(rows) // 5)
+    first, last = rows[:size], rows[-size:]
+    groups: dict[str, list[str]] = {}
+    for key in dict.fromkeys(k for r in rows for k in r if k != "step"):
+        groups.setdefault(key.split("/", 1)[0] if "/" in key else "run", []).append(key)
     cells = []
-    for key in keys:
-        values = [
-            r[key] for r in fifth if isinstance(r.get(key), int | float) and not isinstance(r.get(key), bool)
-        ]
-        if values:
-            cells.append(f"<tr><th>{html.escape(key)}</th><td>{sum(values) / len(values):.4g}</td></tr>")
-    span = f"steps {fifth[0].get('step')}–{fifth[-1].get('step')}"
-    return f"<p>Mean over the last fifth of the run ({html.escape(span)}, {len(fifth)} logged steps).</p><table class='kv'>{''.join(cells)}</table>"
+    for group, keys in sorted(groups.items(), key=lambda item: (item[0] != "run", item[0])):
+        body = []
+        for key in keys:
+            means = [_mean(part, key) for part in (first, last)]
+            if means[1] is None:
+                continue
+            shown = [f"{m:.4g}" if m is not None else "" for m in means]
+            label = key.split("/", 1)[1] if "/" in key else key
+            body.append(f"<tr><td>{html.escape(label)}</td><td>{shown[0]}</td><td>{shown[1]}</td></tr>")
+        if body:
+            cells.append(f"<tr><th colspan='3'>{html.escape(group)}</th></tr>" + "".join(body))
+    span = f"steps {first[0].get('step')}–{first[-1].get('step')} and {last[0].get('step')}–{last[-1].get('step')}"
+    return (
+        f"<p>Mean over the first and the last fifth of the run ({html.escape(span)}, {size} logged steps each).</p>"
+        f"<table class='metrics'><tr><th>metric</th><th>first fifth</th><th>last fifth</th></tr>{''.join(cells)}</table>"
+    )
+
+
+def _mean(rows: list[dict[str, Any]], key: str) -> float | None:
+    values = [
+        r[key] for r in rows if isinstance(r.get(key), int | float) and not isinstance(r.get(key), bool)
+    ]
+    return sum(values) / len(values) if values else None
 
 
 def _evals(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -260,9 +297,19 @@ def _eval_summaries(run_dir: Path) -> str:
     )
 
 
-def audit_verdict(audit: dict[str, Any] | None) -> str:
+def run_audit(run_dir: Path, config: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The run's ``audit.json``, or ``None`` when its config says the audit was skipped (a file
+    left by an earlier, refused start is not this run's audit)."""
+    if config is not None and config.get("audit") is False:
+        return None
+    return _read_json(run_dir / AUDIT_FILE)
+
+
+def audit_verdict(audit: dict[str, Any] | None, config: dict[str, Any] | None = None) -> str:
     """One sentence, every slot filled: what was audited, on what, and the verdict."""
     if audit is None:
+        if config is not None and config.get("audit") is False:
+            return "skipped: trained with --no-audit"
         return "not run (trained with --no-audit, or before audits existed)"
     env = audit.get("env") or "the env"
     tasks = audit.get("task_indices") or []
@@ -274,28 +321,32 @@ def audit_verdict(audit: dict[str, Any] | None) -> str:
         else f"{split} tasks"
     )
     what = f"{families} exploit famil{'ies' if families != 1 else 'y'} against {env} on {on}"
+    skipped = (config or {}).get("audit_skip") or []
+    if skipped:
+        what += f" ({', '.join(skipped)} skipped)"
     if audit.get("ok"):
         threshold = audit.get("threshold")
         bound = f" or earned more than {threshold:g}" if isinstance(threshold, int | float) else ""
-        return f"passed: {what}; no exploit passed{bound}"
+        warned = "; ".join(audit.get("warnings") or [])
+        return f"passed: {what}; no exploit passed{bound}" + (f"; warning: {warned}" if warned else "")
     failures = "; ".join(audit.get("failures") or []) or "see the table below"
     return f"FAILED: {what}; {failures}"
 
 
-def _audit_section(run_dir: Path) -> str:
+def _audit_section(run_dir: Path, config: dict[str, Any] | None = None) -> str:
     """The reward-hack audit ``train`` ran first (``audit.json``): one row per family."""
-    audit = _read_json(run_dir / AUDIT_FILE)
+    audit = run_audit(run_dir, config)
     if audit is None:
-        return "<p>No audit in this run (trained with <code>--no-audit</code>, or before audits existed).</p>"
+        return f"<p>No audit in this run: {_text(audit_verdict(None, config))}.</p>"
     rows = "".join(
         f"<tr><td>{_text(name)}</td><td>{_text(r['kind'])}</td><td>{r['count']}</td>"
         f"<td>{r['pass_rate']:.2f}</td><td>{r['mean_reward']:.3f}</td><td>{r['max_reward']:.3f}</td>"
-        f"<td>{'ok' if r['ok'] else 'FAIL'}</td><td><pre>{_text(r['example'].get('name', ''))}: "
+        f"<td>{'ok' if r['ok'] else 'FAIL' if r.get('blocks', True) else 'WARN'}</td><td><pre>{_text(r['example'].get('name', ''))}: "
         f"{_text(r['example'].get('completion', ''))}</pre></td></tr>"
         for name, r in audit.get("families", {}).items()
     )
     return (
-        f"<p class='audit'>Audit {_text(audit_verdict(audit))}.</p><table class='audit'><tr><th>family</th><th>kind</th><th>n</th>"
+        f"<p class='audit'>Audit {_text(audit_verdict(audit, config))}.</p><table class='audit'><tr><th>family</th><th>kind</th><th>n</th>"
         f"<th>pass rate</th><th>mean reward</th><th>max reward</th><th>verdict</th><th>example</th></tr>{rows}</table>"
     )
 
@@ -329,7 +380,7 @@ def headline(run_dir: Path, rows: list[dict[str, Any]], config: dict[str, Any] |
         lines[f"eval {where}"] = ", ".join(x for x in (passk, acc) if x) + (
             f" on {summary.get('split')} ({summary.get('tasks')} tasks × {summary.get('n')})"
         )
-    lines["audit"] = audit_verdict(_read_json(run_dir / AUDIT_FILE))
+    lines["audit"] = audit_verdict(run_audit(run_dir, config), config)
     return lines
 
 
@@ -358,17 +409,23 @@ def render_page(
         for name, w in (weights or {}).items()
         if w == 0
     )
+    systems = [text for text in dict.fromkeys(_system_prompt(r["prompt"]) for _, r in samples) if text]
+    shared = (
+        f"<p>System prompt of every sample below (not repeated in the rows):</p><pre class='system'>{_text(systems[0])}</pre>"
+        if len(systems) == 1
+        else ""
+    )
     sample_rows = "".join(
         "<tr>"
         f"<td>{_rollout_label(run_dir, log, r)}</td>"
-        f"<td><pre>{_text(r['prompt'])}</pre></td>"
+        f"<td><pre>{_text(_without_system(r['prompt']) if shared else r['prompt'])}</pre></td>"
         f"<td><pre class='completion'>{_text(r['completion'])}</pre></td>"
         f"<td>{_text(r['verdict']['reason'])}</td><td>{r['verdict']['score']:.3f}</td>"
         f"<td>{_component_scores(r['verdict'])}</td>"
         "</tr>"
         for log, r in samples
     )
-    samples_html = (
+    samples_html = shared + (
         "<table class='rollouts'><tr><th>rollout</th><th>prompt</th><th>completion</th><th>reason</th><th>score</th>"
         "<th>per component</th></tr>"
         f"{sample_rows}</table>"
@@ -397,7 +454,7 @@ pre {{ white-space: pre-wrap; max-width: 40em; margin: 0; }}
 <h2>Run config</h2>
 {_run_config(run_dir, config)}
 <h2>Reward-hack audit</h2>
-{_audit_section(run_dir)}
+{_audit_section(run_dir, config)}
 <h2>Evaluations</h2>
 {_eval_summaries(run_dir)}
 <h2>Sample rollouts</h2>

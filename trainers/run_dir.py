@@ -13,18 +13,22 @@ folder is classified first, before any model is built or loaded:
 - ``stopped``: a run that logged steps but has neither a checkpoint nor ``final/``;
 - ``foreign``: anything else (no rlvr-gym ``config.json``: an eval folder, a home folder...).
 
-``--overwrite`` removes a run folder whole (never a foreign one) before the new run starts;
+``--overwrite`` removes what a run wrote there (never from a foreign folder) before the new run
+starts, and says what it removed and what it kept: evals, the report and a user's own files stay;
 ``--resume`` needs a checkpoint and says which one it continues from.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from rlvr_gym.backends.console import announce
 from rlvr_gym.backends.protocol import steps_done
 from rlvr_gym.backends.trl import last_checkpoint
 from rlvr_gym.error import InvalidArgument, MissingPath
@@ -37,6 +41,21 @@ RUN_KEYS = frozenset({"env_id", "max_steps", "num_generations", "output_dir"})
 LEFT_BY_A_FAILED_START = frozenset(
     {CONFIG_FILE, "audit.json", "tiny-model", "warm-start", "metrics.jsonl", "rollouts.jsonl"}
 )
+WRITTEN_BY_A_RUN = LEFT_BY_A_FAILED_START | {
+    FINAL_DIR,
+    "trainer_state.json",  # backends.protocol.TRAINER_STATE
+    "reward_curve.png",  # backends.protocol.PLOT_FILE
+    "runs",  # TensorBoard's event files (transformers' logging_dir under the output folder)
+}
+"""What ``train`` writes at the top of its folder, besides ``checkpoint-N/``: all ``--overwrite``
+removes. Evals (``eval-*/``), the report (``report.html``, ``plots/``) and a user's own files stay."""
+CHECKPOINT = re.compile(r"checkpoint-\d+")
+
+
+def written_by_a_run(name: str) -> bool:
+    """Whether an entry at the top of a run folder is one a training run writes."""
+    return name in WRITTEN_BY_A_RUN or CHECKPOINT.fullmatch(name) is not None
+
 
 State = Literal["fresh", "resumable", "finished", "stopped", "foreign"]
 
@@ -98,7 +117,8 @@ def inspect(folder: str | Path) -> RunFolder:
         return RunFolder(path, "finished", checkpoint, config)
     if checkpoint is not None:
         return RunFolder(path, "resumable", checkpoint, config)
-    if entries <= LEFT_BY_A_FAILED_START and _logged_rows(path) == 0:
+    own = {name for name in entries if written_by_a_run(name)}  # a user's notes do not make it a run
+    if own <= LEFT_BY_A_FAILED_START and _logged_rows(path) == 0:
         return RunFolder(path, "fresh", None, config)
     return RunFolder(path, "stopped", None, config)
 
@@ -120,8 +140,11 @@ def prepare(folder: str | Path, *, resume: bool, overwrite: bool, max_steps: int
             "choose another --output-dir (--overwrite removes only run folders)"
         )
     if overwrite:
-        if run.path.exists():
-            shutil.rmtree(run.path)
+        removed, kept = clear_run(run.path)
+        if removed:
+            announce(f"--overwrite: removed {', '.join(removed)} from {where}")
+        if kept:
+            announce(f"--overwrite: kept {', '.join(kept)} (not written by a run)")
         return RunFolder(run.path, "fresh", None, None)
     if resume:
         if run.checkpoint is None:
@@ -146,6 +169,25 @@ def prepare(folder: str | Path, *, resume: bool, overwrite: bool, max_steps: int
     }[run.state]
     options = "--resume to continue it, " if run.state == "resumable" else ""
     raise RunFolderInUse(f"{where} {how}; use {options}--overwrite to replace it, or another --output-dir")
+
+
+def clear_run(folder: Path) -> tuple[list[str], list[str]]:
+    """Remove what a training run wrote at the top of ``folder`` (:func:`written_by_a_run`);
+    return the names removed and the names kept (evals, the report, a user's files)."""
+    if not folder.is_dir():
+        return [], []
+    removed, kept = [], []
+    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+        if not written_by_a_run(entry.name):
+            kept.append(entry.name + ("/" if entry.is_dir() else ""))
+            continue
+        folder_entry = entry.is_dir() and not entry.is_symlink()
+        if folder_entry:
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+        removed.append(entry.name + ("/" if folder_entry else ""))
+    return removed, kept
 
 
 def run_of_model(model: str | Path) -> tuple[Path, dict[str, Any]] | None:
@@ -238,8 +280,22 @@ def eval_env(model: str | Path, env_id: str | None, env_kwargs: dict[str, Any]) 
 
 def default_eval_dir(model: str | Path, env_id: str) -> str:
     """``RUN_DIR/eval-final`` (``eval-checkpoint-N``) for a run's model, so the run's report shows
-    it; ``runs/eval-ENV`` for any other model."""
+    it; ``runs/eval-ENV-MODEL`` for any other model (one folder per model: a second model's eval
+    would be refused in the first one's folder). MODEL is the hub id, or a local folder's name
+    and a short hash of its absolute path (two folders may share a name)."""
     found = run_of_model(model)
     if found is not None:
         return str(found[0] / f"eval-{Path(str(model)).name}")
-    return f"runs/eval-{env_id.replace('/', '_')}"
+    text = str(model)
+    path = Path(text).expanduser()
+    if path.exists():
+        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
+        tag = f"{path.resolve().name}-{digest}"
+    else:
+        tag = text
+    return f"runs/eval-{_slug(env_id)}-{_slug(tag)}"
+
+
+def _slug(text: str) -> str:
+    """A folder-name-safe form of an env id or model name (``/`` and the like become ``_``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "model"

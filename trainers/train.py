@@ -13,7 +13,8 @@ from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.backends.console import announce, quiet_libraries
 from rlvr_gym.backends.scoring import make_scorer, scored_by
 from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.envs.audit import AUDIT_FILE, AuditFailed, fast_audit
+from rlvr_gym.envs.audit import AUDIT_FILE, AuditFailed, fast_audit, settings_of
+from rlvr_gym.envs.registration import accepted_kwargs
 from rlvr_gym.error import InvalidArgument, NotAvailable
 from rlvr_gym.trainers import run_dir
 from rlvr_gym.trainers.model_ref import check_model_reference
@@ -76,8 +77,9 @@ def recorded_config(env: SingleTurnEnv, config: RunConfig, *, given_object: bool
     if spec is None:
         cls = type(env)
         return config.replace(env_id=f"{cls.__module__}:{cls.__qualname__}", env_kwargs={})
-    if not given_object:
-        return config.replace(env_id=spec.id)
+    if not given_object:  # the knobs given, as typed by make (--env-arg hardened=false is False)
+        typed = json.loads(json.dumps(dict(spec.kwargs), default=repr))
+        return config.replace(env_id=spec.id, env_kwargs={k: typed[k] for k in config.env_kwargs})
     return config.replace(env_id=spec.id, env_kwargs=json.loads(json.dumps(dict(spec.kwargs), default=repr)))
 
 
@@ -127,6 +129,37 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
     return model
 
 
+def run_audit(env: SingleTurnEnv, config: RunConfig, score: Any) -> None:
+    """The fast audit before training: saved to ``OUTPUT_DIR/audit.json``; raises
+    :class:`AuditFailed` on a hole, naming the ways on that keep the audit where there are some."""
+    report = fast_audit(env, seed=config.seed, score=score, skip=config.audit_skip)
+    report.save(Path(config.output_dir) / AUDIT_FILE)
+    logger.info(
+        "reward-hack audit of %s: %s in %.1f s", report.env, "ok" if report.ok else "FAIL", report.seconds
+    )
+    for line in report.warnings():
+        announce(f"audit warning: {line}")
+    if not report.ok:
+        raise AuditFailed(report, fixes=audit_fixes(env, report))
+
+
+def audit_fixes(env: SingleTurnEnv, report: Any) -> list[str]:
+    """Ways on from a refused audit that keep it: a stricter setting of the env where it has one
+    (``hardened``), else leaving out only the failing families."""
+    fixes = []
+    if "hardened" in (accepted_kwargs(type(env)) or ()) and not getattr(env, "hardened", True):
+        fixes.append(
+            "--env-arg hardened=true (env_kwargs={'hardened': True}) scores one answer, no partial credit"
+        )
+    failing = [r.family for r in report.families.values() if r.blocks]
+    fixes.append(
+        " ".join(f"--audit-skip {family}" for family in failing)
+        + " leaves out only "
+        + ("that family" if len(failing) == 1 else "those families")
+    )
+    return fixes
+
+
 def train(
     env: SingleTurnEnv | str | None = None,
     config: RunConfig | None = None,
@@ -149,20 +182,26 @@ def train(
     ``config.scoring`` picks where verdicts are computed (``local`` or ``ray``, see
     :mod:`rlvr_gym.backends.scoring`); the audit and the training rewards both use it.
 
-    First, unless ``audit=False``, a fast reward-hack audit (``envs.audit.fast_audit``, a few
-    seconds) runs on the env; its report lands in ``OUTPUT_DIR/audit.json`` and
-    :class:`~rlvr_gym.envs.audit.AuditFailed` (naming the exploit) stops the run when an exploit
-    passes, before any model is loaded.
+    First, unless ``audit=False`` (or ``config.audit`` is off), a fast reward-hack audit
+    (``envs.audit.fast_audit``, a few seconds, without ``config.audit_skip``'s families) runs on the
+    env; its report lands in ``OUTPUT_DIR/audit.json`` and :class:`~rlvr_gym.envs.audit.AuditFailed`
+    (naming the exploit and the ways on) stops the run when an exploit gets through, before any
+    model is loaded. Strictness alone (equivalent renderings rejected) is a warning. The choice is
+    recorded in ``config.json``, written first.
 
     ``config.output_dir`` is checked before anything loads (:mod:`rlvr_gym.trainers.run_dir`): a
     folder holding a finished, stopped or foreign run is refused unless ``resume`` (continue from
-    its last checkpoint) or ``overwrite`` (remove that run whole first).
+    its last checkpoint) or ``overwrite`` (remove what that run wrote first: evals, the report and a
+    user's own files stay).
     """
     config = config or RunConfig()
+    if not audit:
+        config = config.replace(audit=False)
     given_object = isinstance(env, SingleTurnEnv)
     env, config = resolve_env(
         env, config
     )  # an unknown env id fails here, before --overwrite removes anything
+    announce(f"env {env.id} with settings {json.dumps(settings_of(env), sort_keys=True)}")
     if config.model is not None:
         check_model_reference(config.model)
     name = backends.auto(config.model, config=config) if backend == "auto" else backend
@@ -177,26 +216,21 @@ def train(
         )
         if folder.checkpoint is not None:
             announce(f"resuming from {folder.checkpoint.name} in {folder.path}")
-        if audit:
-            Path(config.output_dir).mkdir(parents=True, exist_ok=True)
-            report = fast_audit(env, seed=config.seed, score=scored_by(scorer))
-            report.save(Path(config.output_dir) / AUDIT_FILE)
-            logger.info(
-                "reward-hack audit of %s: %s in %.1f s",
-                report.env,
-                "ok" if report.ok else "FAIL",
-                report.seconds,
-            )
-            if not report.ok:
-                raise AuditFailed(report)
+        output_dir = Path(config.output_dir)
+        output_dir.mkdir(parents=True, exist_ok=True)
+        # config.json first: it records the audit choice, and a refused start leaves a run folder
+        config = recorded_config(env, config, given_object=given_object)
+        config.save(output_dir / "config.json")
+        if config.audit:
+            run_audit(env, config, scored_by(scorer))
+        elif folder.checkpoint is None:  # an audit.json from an earlier start is not this run's
+            (output_dir / AUDIT_FILE).unlink(missing_ok=True)
     finally:
         scorer.close()
-    config = recorded_config(env, config, given_object=given_object)
     ok, why = module.available(**options)
     if not ok:
         raise NotAvailable(f"backend {name!r} cannot run here: {why}")
-    Path(config.output_dir).mkdir(parents=True, exist_ok=True)
-    config.save(Path(config.output_dir) / "config.json")
+    backends.check_extras(config)  # a missing tracker or Liger: one line before any model work
     if not config.verbose:
         quiet_libraries()
     model = prepare_model(env, config, resume=resume)

@@ -18,6 +18,7 @@ from typing import Any
 
 from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers.basic import extract_answer, parse_number
+from rlvr_gym.verifiers.instruction_shaping import shape_response
 from rlvr_gym.verifiers.math.extract import extract_answer as _extract_raw
 from rlvr_gym.verifiers.protocol import Task
 from rlvr_gym.verifiers.verdict import Reason, Verdict
@@ -216,6 +217,45 @@ def echo(s: Subject) -> list[Exploit]:
     return out
 
 
+_LOREM = (
+    "Lorem ipsum dolor sit amet consectetur adipiscing elit. Sed do eiusmod tempor incididunt ut "
+    "labore et dolore magna aliqua. Ut enim ad minim veniam quis nostrud exercitation ullamco."
+)
+_GENERIC = (
+    "This is a topic that matters a great deal to many people. There is a lot to say about it and "
+    "every part of it deserves careful attention. Many people have thought about it for a long time. "
+    "It is worth taking the time to think it through well."
+)
+
+
+def _sentences(text: str) -> list[str]:
+    return [part.strip() for part in re.split(r"(?<=[.!?])\s+", text) if part.strip()]
+
+
+def instruction_echo(s: Subject) -> list[Exploit]:
+    """Instruction tasks (IFEval ids and kwargs): the request echoed back, copied, or filler, each
+    shaped to every instruction (keywords appended, paragraphs, case, JSON...), so only a gate on
+    substance can refuse them (issue 34: the shaped echo scored 1.0 on ~97% of ifeval-v0's tasks)."""
+    instructions = s.task.get("instructions") if isinstance(s.task, Mapping) else None
+    if not instructions or not isinstance(s.task.get("prompt"), str):
+        return []
+    f, prompt = "instruction_echo", s.task["prompt"]
+    request = _sentences(prompt) or [prompt]
+    topic = " ".join(s.task.get("topic", ())) or prompt
+    salad = re.findall(r"\w+", prompt)
+    salad_sentences = [" ".join(salad[i::3]).capitalize() + "." for i in range(3)]
+    bodies = {
+        "echo_shaped": request,
+        "echo_repeated_shaped": request * 6,
+        "question_shaped": _sentences(s.question) or [s.question],
+        "request_words_shuffled": salad_sentences * 3,
+        "lorem_on_topic": [*request, *_sentences(_LOREM), f"Words: {topic}."],
+        "generic_filler": [*request, *_sentences(_GENERIC)],
+        "echo_and_topic_list": [*request, f"Topic: {topic}.", *(f"It is about {t}." for t in topic.split())],
+    }
+    return [Exploit(f, name, shape_response(body, instructions)) for name, body in bodies.items()]
+
+
 def near_miss(s: Subject) -> list[Exploit]:
     """The gold answer nudged (off by one, sign, digit swap, ×10), bare and with full reasoning."""
     f = "near_miss"
@@ -392,6 +432,7 @@ FAMILIES: dict[str, Family] = {
     "format_without_substance": format_without_substance,
     "hedging": hedging,
     "echo": echo,
+    "instruction_echo": instruction_echo,
     "near_miss": near_miss,
     "malformed": malformed,
     "code_harness": code_harness,
@@ -401,6 +442,10 @@ FAMILIES: dict[str, Family] = {
 """Every family by name; ``gold`` and ``equivalent`` are the metamorphic (must-pass) side."""
 
 METAMORPHIC = ("gold", "equivalent")
+STRICTNESS = frozenset({"equivalent"})
+"""Families whose failure is strictness, not a hole: a verifier that rejects ``6.0`` for ``6``
+gives less signal but cannot be gamed by it. They warn; only holes (an exploit rewarded, the gold
+rejected, a verifier error) block training."""
 SLOW_EXPLOITS = frozenset({"sleep_past_limit", "one_megabyte", "one_megabyte_of_tags"})
 """Left out of the fast audit (the one ``train`` runs): they cost the verifier's time limit or 1 MB."""
 
@@ -450,11 +495,17 @@ class FamilyResult:
             return self.passed == self.count
         return self.passed == 0 and self.max_reward <= self.threshold
 
+    @property
+    def blocks(self) -> bool:
+        """A hole (the family failed, and not merely by strictness): training must not start."""
+        return not self.ok and (self.errors > 0 or self.family not in STRICTNESS)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "family": self.family,
             "kind": "metamorphic" if self.must_pass else "exploit",
             "ok": self.ok,
+            "blocks": self.blocks,
             "count": self.count,
             "passed": self.passed,
             "pass_rate": round(self.pass_rate, 4),
@@ -512,11 +563,21 @@ def summarize(
 
 
 def failures(results: Mapping[str, FamilyResult]) -> list[str]:
-    """One line per family that failed, naming its worst exploit."""
+    """One line per family that failed by a hole (:attr:`FamilyResult.blocks`), naming its worst exploit."""
+    return _lines([r for r in results.values() if r.blocks])
+
+
+def warnings(results: Mapping[str, FamilyResult]) -> list[str]:
+    """One line per family that failed by strictness only (:data:`STRICTNESS`)."""
+    return [
+        line + " (strictness, not a hole)"
+        for line in _lines([r for r in results.values() if not r.ok and not r.blocks])
+    ]
+
+
+def _lines(failed: Sequence[FamilyResult]) -> list[str]:
     lines = []
-    for r in results.values():
-        if r.ok:
-            continue
+    for r in failed:
         e = r.example
         if r.errors:
             what = f"{r.errors} verifier error(s)"
@@ -535,6 +596,7 @@ __all__ = [
     "MAX_REWARD",
     "METAMORPHIC",
     "SLOW_EXPLOITS",
+    "STRICTNESS",
     "Exploit",
     "FamilyResult",
     "Subject",
@@ -542,4 +604,5 @@ __all__ = [
     "failures",
     "near_misses",
     "summarize",
+    "warnings",
 ]

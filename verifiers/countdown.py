@@ -17,6 +17,9 @@ from rlvr_gym.verifiers.protocol import Task
 from rlvr_gym.verifiers.single_answer import SingleAnswer
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
+OPERATIONS = "+-*/"
+"""Every operation the expression parser knows; a task may allow fewer."""
+
 
 def _gold(task: Task, numbers_key: str, target_key: str) -> tuple[Counter[int], int]:
     numbers, target = task[numbers_key], task[target_key]
@@ -31,16 +34,27 @@ def _gold(task: Task, numbers_key: str, target_key: str) -> tuple[Counter[int], 
 
 class CountdownVerifier:
     """Passes when the extracted expression equals ``task[target_key]`` exactly and uses only
-    ``task[numbers_key]`` (each at most as often as given; all of them when ``use_all``).
+    ``task[numbers_key]`` (each at most as often as given; all of them when ``use_all``) and
+    only the ``operations`` the task allows (a task that poses ``+ -`` does not pay ``*`` or ``/``).
 
     An answer may end in ``= <target>`` (``(3 + 5) * 2 = 16``); every value after ``=`` must be
     the expression's value.
     """
 
     def __init__(
-        self, numbers_key: str = "numbers", target_key: str = "target", *, use_all: bool = False
+        self,
+        numbers_key: str = "numbers",
+        target_key: str = "target",
+        *,
+        use_all: bool = False,
+        operations: str = OPERATIONS,
     ) -> None:
+        if not isinstance(operations, str) or not operations or set(operations) - set(OPERATIONS):
+            raise InvalidArgument(
+                f"operations must be a non-empty string of {OPERATIONS!r}, got {operations!r}"
+            )
         self.numbers_key, self.target_key, self.use_all = numbers_key, target_key, bool(use_all)
+        self.operations = "".join(sorted(set(operations)))
 
     def __call__(self, completion: str, task: Task) -> Verdict:
         return SingleAnswer(self._match)(completion, task)
@@ -66,6 +80,13 @@ class CountdownVerifier:
                 return Verdict.fail(
                     Reason.WRONG_ANSWER, answer, why=f"the expression is {result.value}, not {claimed}"
                 )
+        forbidden = set(result.operators) - set(self.operations)
+        if forbidden:
+            return Verdict.fail(
+                Reason.WRONG_ANSWER,
+                answer,
+                why=f"uses operations the task does not allow: {''.join(sorted(forbidden))}",
+            )
         used = Counter(result.numbers)
         extra = used - given
         if extra:
@@ -85,7 +106,7 @@ class CountdownVerifier:
         return Verdict.correct(answer)
 
     def __repr__(self) -> str:
-        return f"CountdownVerifier(use_all={self.use_all})"
+        return f"CountdownVerifier(use_all={self.use_all}, operations={self.operations!r})"
 
 
-__all__ = ["CountdownVerifier"]
+__all__ = ["OPERATIONS", "CountdownVerifier"]

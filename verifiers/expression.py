@@ -34,10 +34,13 @@ class ExpressionError(InvalidArgument):
 
 @dataclass(frozen=True)
 class Evaluated:
-    """An expression's exact value and the integers it used, in order of appearance."""
+    """An expression's exact value, the integers it used (in order of appearance) and the
+    operators it applied (a task may allow only some)."""
 
     value: Fraction
     numbers: tuple[int, ...]
+    operators: str = ""
+    """The distinct operators applied, in sorted order (``'*+/'``)."""
 
 
 def _tokens(text: str) -> list[str]:
@@ -63,6 +66,7 @@ class _Parser:
 
     def __init__(self, tokens: list[str]) -> None:
         self.tokens, self.position, self.numbers = tokens, 0, []
+        self.operators: set[str] = set()
 
     def peek(self) -> str | None:
         return self.tokens[self.position] if self.position < len(self.tokens) else None
@@ -78,6 +82,7 @@ class _Parser:
         value = self.term(depth)
         while self.peek() in ("+", "-"):
             op, right = self.take(), self.term(depth)
+            self.operators.add(op)
             value = value + right if op == "+" else value - right
         return value
 
@@ -85,6 +90,7 @@ class _Parser:
         value = self.atom(depth)
         while self.peek() in ("*", "/"):
             op, right = self.take(), self.atom(depth)
+            self.operators.add(op)
             if op == "/" and right == 0:
                 raise ExpressionError("division by zero")
             value = value * right if op == "*" else value / right
@@ -112,7 +118,7 @@ def evaluate(text: str) -> Evaluated:
     an expression of integers, ``+ - * /`` and parentheses.
 
     >>> evaluate("(6 + 4) / 4 * 2")
-    Evaluated(value=Fraction(5, 1), numbers=(6, 4, 4, 2))
+    Evaluated(value=Fraction(5, 1), numbers=(6, 4, 4, 2), operators='*+/')
     """
     if not isinstance(text, str):
         raise ExpressionError(f"expected text, got {type(text).__name__}")
@@ -125,7 +131,7 @@ def evaluate(text: str) -> Evaluated:
     value = parser.expr(0)
     if parser.position != len(tokens):
         raise ExpressionError(f"unexpected {tokens[parser.position]!r} after a complete expression")
-    return Evaluated(value, tuple(parser.numbers))
+    return Evaluated(value, tuple(parser.numbers), "".join(sorted(parser.operators)))
 
 
 __all__ = ["MAX_DEPTH", "MAX_EXPRESSION_CHARS", "Evaluated", "ExpressionError", "evaluate"]

@@ -7,48 +7,28 @@ IFEval's loose mode; the verdict's details list each instruction's outcome.
 
 IFEval's instructions are about form, so on their own they reward content-free text: "no commas"
 is followed by an empty-tag reply, "include the word potato" by the prompt repeated back. Before
-any instruction is checked the response must say something (:data:`MIN_WORDS` words,
-:data:`MIN_DISTINCT` of them distinct), be on the base prompt's topic (one of its ``topic``
-words), and not repeat the instructions' own wording; failing that scores 0. IFEval itself has no
-such gate (it scores model answers, not a policy that learns to game it).
+any instruction is checked the response must pass the substance gate
+(:func:`rlvr_gym.verifiers.substance.substance_problem`: words of its own in any script, not
+copied from the request, not filler, on topic, with the content an answer supplies); failing it
+scores 0. IFEval itself has no such gate (it scores model answers, not a policy that learns to
+game it).
+``substance_gate=False`` scores as IFEval does (``envs.make("ifeval-bench")`` reports IFEval's
+four numbers that way): each listed instruction checked, with its ``kwargs`` as given.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from rlvr_gym.error import InvalidArgument
-from rlvr_gym.verifiers.instructions import MAX_RESPONSE_CHARS, check, check_loose, require_packages
+from rlvr_gym.verifiers.instructions import check, check_loose, require_packages
 from rlvr_gym.verifiers.protocol import Task
+from rlvr_gym.verifiers.substance import MIN_DISTINCT, MIN_WORDS, substance_problem
 from rlvr_gym.verifiers.verdict import Reason, Verdict
-
-MIN_WORDS = 8
-MIN_DISTINCT = 5
-_SPACE = re.compile(r"\s+")
 
 Mode = Literal["strict", "loose"]
 Aggregate = Literal["all", "fraction"]
-
-
-def _normal(text: str) -> str:
-    return _SPACE.sub(" ", text).strip().lower()
-
-
-def substance_problem(text: str, task: Mapping[str, Any]) -> str | None:
-    """Why ``text`` is not an attempt at the task (``None`` if it is one)."""
-    if len(text) > MAX_RESPONSE_CHARS:
-        return f"longer than {MAX_RESPONSE_CHARS} characters"
-    words = re.findall(r"[A-Za-z]+", text.lower())
-    if len(words) < MIN_WORDS or len(set(words)) < MIN_DISTINCT:
-        return f"fewer than {MIN_WORDS} words ({MIN_DISTINCT} distinct): says nothing"
-    if not set(words) & {t.lower() for t in task["topic"]}:
-        return "off topic: none of the prompt's topic words"
-    normal = _normal(text)
-    if any(_normal(d) in normal for d in task["descriptions"]):
-        return "repeats the instructions back"
-    return None
 
 
 class InstructionsFollowed:
@@ -56,35 +36,53 @@ class InstructionsFollowed:
 
     ``mode``: ``"strict"`` (IFEval's strict) or ``"loose"`` (any of IFEval's loose variants).
     ``aggregate``: ``"all"`` scores 1.0 only when every instruction is followed, ``"fraction"``
-    scores the share followed (``passed`` means all followed either way).
+    scores the share followed (``passed`` means all followed either way). ``substance_gate``
+    (on by default, for training) refuses an echo, a copy or filler of the request first; a
+    benchmark scored as IFEval scores it (no gate) turns it off.
     """
 
-    def __init__(self, mode: Mode = "strict", aggregate: Aggregate = "all") -> None:
+    def __init__(
+        self, mode: Mode = "strict", aggregate: Aggregate = "all", *, substance_gate: bool = True
+    ) -> None:
         if mode not in ("strict", "loose"):
             raise InvalidArgument(f"mode must be 'strict' or 'loose', got {mode!r}")
         if aggregate not in ("all", "fraction"):
             raise InvalidArgument(f"aggregate must be 'all' or 'fraction', got {aggregate!r}")
         require_packages()
-        self.mode, self.aggregate = mode, aggregate
+        self.mode, self.aggregate, self.substance_gate = mode, aggregate, bool(substance_gate)
 
     def __call__(self, completion: str, task: Task) -> Verdict:
-        problem = substance_problem(completion, task)
-        if problem is not None:
-            return Verdict.fail(Reason.BAD_FORMAT, why=problem)
+        if self.substance_gate:
+            problem = substance_problem(completion, task)
+            if problem is not None:
+                return Verdict.fail(Reason.BAD_FORMAT, why=problem)
         test = check if self.mode == "strict" else check_loose
         prompt = task.get("prompt", "")
-        followed = {i["id"]: test(i["id"], i["kwargs"], completion, prompt) for i in task["instructions"]}
-        share = sum(followed.values()) / len(followed)
-        if all(followed.values()):
-            return Verdict.correct(followed=followed, mode=self.mode)
+        # One outcome per listed instruction, as IFEval counts them: a prompt may list an id twice
+        # (IFEval's "at least 300 words" and "less than 400 words"), and each is checked.
+        outcomes = [
+            (i["id"], bool(test(i["id"], ifeval_kwargs(i.get("kwargs")), completion, prompt)))
+            for i in task["instructions"]
+        ]
+        followed = [ok for _, ok in outcomes]
+        share = sum(followed) / len(followed)
+        details = {"followed": [[name, ok] for name, ok in outcomes], "mode": self.mode}
+        if all(followed):
+            return Verdict.correct(**details)
         score = share if self.aggregate == "fraction" else 0.0
-        missed = [name for name, ok in followed.items() if not ok]
-        return Verdict.fail(
-            Reason.WRONG_ANSWER, score=score, followed=followed, missed=missed, mode=self.mode
-        )
+        missed = [name for name, ok in outcomes if not ok]
+        return Verdict.fail(Reason.WRONG_ANSWER, score=score, missed=missed, **details)
 
     def __repr__(self) -> str:
-        return f"InstructionsFollowed({self.mode!r}, {self.aggregate!r})"
+        gate = "" if self.substance_gate else ", substance_gate=False"
+        return f"InstructionsFollowed({self.mode!r}, {self.aggregate!r}{gate})"
 
 
-__all__ = ["MIN_DISTINCT", "MIN_WORDS", "InstructionsFollowed", "substance_problem"]
+def ifeval_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An instruction's keyword arguments as IFEval's checkers receive them: the hub copy of
+    IFEval pads every instruction's dict with all keyword names, ``None`` where unused, and
+    IFEval's harness drops those (``{k: v for k, v in kwargs.items() if v is not None}``)."""
+    return {key: value for key, value in (kwargs or {}).items() if value is not None}
+
+
+__all__ = ["MIN_DISTINCT", "MIN_WORDS", "InstructionsFollowed", "ifeval_kwargs", "substance_problem"]

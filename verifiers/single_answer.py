@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from rlvr_gym.error import InvalidType
-from rlvr_gym.verifiers.math.extract import _SAYS, answer_phrase
+from rlvr_gym.verifiers.math.extract import _SAYS, MAX_COMPLETION_CHARS, answer_phrase
 from rlvr_gym.verifiers.protocol import Task, Verifier
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
@@ -85,6 +85,10 @@ class SingleAnswer:
         self.inner = inner
 
     def __call__(self, completion: str, task: Task) -> Verdict:
+        if len(completion) > MAX_COMPLETION_CHARS:  # the marker scan is linear, but 10 MB took 1 s
+            return Verdict.fail(
+                Reason.BAD_FORMAT, why=f"completion longer than {MAX_COMPLETION_CHARS} characters"
+            )
         answers = committed_answers(completion)
         if answers is None:
             return Verdict.fail(Reason.BAD_FORMAT, why=f"more than {MAX_MARKERS} answer markers")

@@ -6,21 +6,30 @@ to actors on the CPU nodes of a Ray cluster, each holding the env (and so its sa
 math worker) on its node — for runs whose GPU host has no CPUs to spare for scoring.
 
 Both return one entry per item, in order: a :class:`~rlvr_gym.verifiers.Verdict`, or ``None``
-for an item that missed the batch's budget (left unscored, never zeroed). This package never
-imports Ray unless ``ray`` is chosen.
+for an item that missed the batch's budget (left unscored, never zeroed). Both refuse a completion
+longer than ``max_chars`` (:data:`MAX_SCORED_CHARS`) before the env sees it
+(:func:`capped_verify_batch`): a verifier's regexes hold the GIL and a budget cannot interrupt
+them, so one 10 MB completion froze the local scorer past its budget and kept a Ray actor from
+the rest of its batch and the next. This package never imports Ray unless ``ray`` is chosen.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from rlvr_gym.error import InvalidArgument, RunFailed
+from rlvr_gym.verifiers import Reason, Verdict
 
 if TYPE_CHECKING:
     from rlvr_gym.envs import SingleTurnEnv
-    from rlvr_gym.verifiers import Task, Verdict
+    from rlvr_gym.verifiers import Task
+
+MAX_SCORED_CHARS = 1_000_000
+"""A completion longer than this (characters; all message contents for chat completions) is
+``bad_format`` without reaching the env's verifiers: no model writes a megabyte of answer, and
+every verifier regex then runs on bounded input."""
 
 ScoringName = Literal["local", "ray"]
 Scoring = Literal["local", "ray"]
@@ -41,6 +50,50 @@ class Scorer(Protocol):
     ) -> list[Verdict | None]: ...
 
     def close(self) -> None: ...
+
+
+def completion_chars(completion: object) -> int:
+    """The characters of a completion: a string's length, or the sum over chat messages' contents."""
+    if isinstance(completion, str):
+        return len(completion)
+    if isinstance(completion, Sequence) and not isinstance(completion, bytes | bytearray):
+        return sum(
+            len(m["content"])
+            for m in completion
+            if isinstance(m, Mapping) and isinstance(m.get("content"), str)
+        )
+    return 0
+
+
+def check_max_chars(max_chars: object) -> int:
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+        raise InvalidArgument(f"max_chars must be an integer >= 1, got {max_chars!r}")
+    return max_chars
+
+
+def capped_verify_batch(
+    env: SingleTurnEnv,
+    completions: Sequence[object],
+    tasks: Sequence[Task],
+    max_chars: int = MAX_SCORED_CHARS,
+) -> list[Verdict]:
+    """``env.verify_batch`` on the completions of at most ``max_chars``; each longer one is its own
+    ``bad_format`` verdict, so it costs only itself (and no verifier's time)."""
+    if len(completions) != len(tasks):
+        raise InvalidArgument(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
+    sizes = [completion_chars(c) for c in completions]
+    keep = [i for i, size in enumerate(sizes) if size <= max_chars]
+    if len(keep) == len(completions):
+        return env.verify_batch(completions, tasks)
+    verdicts: list[Verdict] = [
+        Verdict.fail(Reason.BAD_FORMAT, why=f"completion of {size} characters, over the scorer's {max_chars}")
+        for size in sizes
+    ]
+    if keep:
+        scored = env.verify_batch([completions[i] for i in keep], [tasks[i] for i in keep])
+        for index, verdict in zip(keep, scored, strict=True):
+            verdicts[index] = verdict
+    return verdicts
 
 
 class AwaitableScorer:
@@ -96,12 +149,15 @@ def make_scorer(
 
 
 __all__ = [
+    "MAX_SCORED_CHARS",
     "SCORING",
     "Scoring",
     "AwaitableScorer",
     "Scorer",
     "ScoringName",
+    "capped_verify_batch",
     "check_scoring",
+    "completion_chars",
     "make_scorer",
     "scored_by",
 ]

@@ -3,7 +3,9 @@
 The env's own sandbox pool and math worker do the work (the embedded default; no Ray import).
 A verifier that hangs keeps its thread: the batch it was scoring is left unscored after one
 budget, and the stuck thread is abandoned for a fresh one, so the next batch does not queue
-behind it. A hang costs one budget once, not every later batch.
+behind it. A hang costs one budget once, not every later batch. A completion over ``max_chars``
+never reaches the env (:func:`~rlvr_gym.backends.scoring.capped_verify_batch`): a verifier's regex
+holds the GIL, and a 10 MB completion held it 5-8 s past a 2 s budget, the whole process frozen.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rlvr_gym.backends.scoring import AwaitableScorer
+from rlvr_gym.backends.scoring import (
+    MAX_SCORED_CHARS,
+    AwaitableScorer,
+    capped_verify_batch,
+    check_max_chars,
+)
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.verifiers import Task, Verdict
 
@@ -58,8 +65,9 @@ class LocalScorer(AwaitableScorer):
 
     name = "local"
 
-    def __init__(self, env: SingleTurnEnv) -> None:
+    def __init__(self, env: SingleTurnEnv, *, max_chars: int = MAX_SCORED_CHARS) -> None:
         self.env = env
+        self.max_chars = check_max_chars(max_chars)
         self._worker = DaemonWorker()
         self.abandoned_workers = 0
 
@@ -67,7 +75,7 @@ class LocalScorer(AwaitableScorer):
         self, completions: Sequence[object], tasks: Sequence[Task], *, timeout_s: float | None = None
     ) -> list[Verdict | None]:
         """Verdicts in order; all ``None`` when the batch overran ``timeout_s`` (``None``: no budget)."""
-        future = self._worker.submit(self.env.verify_batch, completions, tasks)
+        future = self._worker.submit(capped_verify_batch, self.env, completions, tasks, self.max_chars)
         try:
             return list(future.result(timeout=timeout_s))
         except concurrent.futures.TimeoutError:

@@ -14,6 +14,11 @@ Nothing lost, nothing twice, nothing stalls:
   by then come back ``None`` (unscored, never 0), as ``local`` leaves an overrunning batch;
 * a chunk whose actor or node dies is re-run on another actor; a chunk's verdicts are written
   once, by index, from the one call that returned them;
+* one hostile item costs only itself: a completion over ``max_chars`` is ``bad_format`` at the
+  driver (never shipped, never verified); an actor still busy with a chunk of an earlier batch
+  (past that batch's deadline) is dealt no new chunk while another actor is free, and a chunk
+  queued behind a running one is run again on an actor that has gone idle (the first verdicts
+  back are kept) — so a slow item does not hold its neighbours, or the next batch, hostage;
 * the cluster is reached (a TCP probe, then ``ray.init``) before anything else: unreachable is a
   one-line :class:`ClusterUnreachable`, before any model loads;
 * the first actor on every node reports that node's sandbox walls (the layers
@@ -39,7 +44,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr_gym.backends.scoring import AwaitableScorer
+from rlvr_gym.backends.scoring import (
+    MAX_SCORED_CHARS,
+    AwaitableScorer,
+    capped_verify_batch,
+    check_max_chars,
+    completion_chars,
+)
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
 from rlvr_gym.verifiers import Reason, Task, Verdict
@@ -190,9 +201,9 @@ def driver_walls() -> dict[str, Any]:
 class ScoringActor:
     """One env on one node, scoring chunks of batches (run as a Ray actor, see :class:`RayScorer`)."""
 
-    def __init__(self, env: SingleTurnEnv, cpus: int) -> None:
+    def __init__(self, env: SingleTurnEnv, cpus: int, max_chars: int = MAX_SCORED_CHARS) -> None:
         os.environ["RLVR_GYM_SANDBOX_WORKERS"] = str(cpus)  # the env's pool uses the CPUs declared
-        self.env = env
+        self.env, self.max_chars = env, max_chars
 
     def hello(self, walls: bool) -> dict[str, Any]:
         import ray
@@ -209,7 +220,7 @@ class ScoringActor:
         """The chunk's verdicts, or ``None`` when it arrives past its deadline (not run at all)."""
         if deadline is not None and time.time() >= deadline:
             return None
-        return self.env.verify_batch(completions, tasks)
+        return capped_verify_batch(self.env, completions, tasks, self.max_chars)
 
 
 def plan_chunks(tasks: Sequence[Task], size: int) -> list[list[int]]:
@@ -249,7 +260,8 @@ class RayScorer(AwaitableScorer):
     run (``WORLD_SIZE`` ranks, each scoring its own share of a step) every rank starts
     ``node CPUs / WORLD_SIZE`` actors per node. ``runtime_env`` is
     Ray's, for the actors (env vars such as ``RLVR_GYM_DATA_DIR`` for nodes whose data lies
-    elsewhere). ``stats`` counts re-run and unscored items.
+    elsewhere). ``max_chars``: longer completions are ``bad_format`` at the driver.
+    ``stats`` counts re-run, duplicated and unscored items.
     """
 
     name = "ray"
@@ -265,7 +277,9 @@ class RayScorer(AwaitableScorer):
         start_timeout_s: float = 120.0,
         runtime_env: dict[str, Any] | None = None,
         check_walls: bool = True,
+        max_chars: int = MAX_SCORED_CHARS,
     ) -> None:
+        self.max_chars = check_max_chars(max_chars)
         if cpus_per_actor < 1 or in_flight < 1 or (chunk_size is not None and chunk_size < 1):
             raise InvalidArgument("cpus_per_actor, in_flight and chunk_size must be >= 1")
         self.ray = import_ray()
@@ -281,6 +295,7 @@ class RayScorer(AwaitableScorer):
         self.stats: Counter[str] = Counter()
         self.walls: dict[str, dict[str, Any]] = {}
         self._slots: dict[int, _Slot] = {}
+        self._busy: dict[Any, int] = {}  # calls of earlier batches still running: ref -> actor key
         self._next_key = 0
         self._nodes: frozenset[str] = frozenset()
         self._actor_class = self.ray.remote(ScoringActor)
@@ -331,7 +346,7 @@ class RayScorer(AwaitableScorer):
                     max_restarts=0,
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
                     runtime_env=self.runtime_env,
-                ).remote(self._env_ref, self.cpus_per_actor)
+                ).remote(self._env_ref, self.cpus_per_actor, self.max_chars)
                 key = self._next_key
                 self._next_key += 1
                 self._slots[key] = _Slot(handle, node_id)
@@ -392,39 +407,59 @@ class RayScorer(AwaitableScorer):
         if frozenset(self._alive_nodes()) != self._nodes:
             self._refresh()  # a node joined or left since the last batch
         deadline = time.time() + timeout_s if timeout_s is not None else None
-        size = self.chunk_size or max(
-            1, min(64, math.ceil(len(tasks) / (CHUNKS_PER_ACTOR * max(1, len(self._slots)))))
-        )
-        chunks = plan_chunks(tasks, size)
         results: list[Verdict | None] = [None] * len(tasks)
+        todo = []
+        for index, completion in enumerate(completions):
+            chars = completion_chars(completion)
+            if chars > self.max_chars:  # never shipped: it would cost an actor, and its neighbours
+                results[index] = Verdict.fail(
+                    Reason.BAD_FORMAT,
+                    why=f"completion of {chars} characters, over the scorer's {self.max_chars}",
+                )
+            else:
+                todo.append(index)
+        size = self.chunk_size or max(
+            1, min(64, math.ceil(len(todo) / (CHUNKS_PER_ACTOR * max(1, len(self._slots)))))
+        )
+        chunks = [[todo[i] for i in chunk] for chunk in plan_chunks([tasks[i] for i in todo], size)]
         pending = deque(range(len(chunks)))
         reruns: Counter[int] = Counter()
         inflight: dict[Any, tuple[int, int]] = {}
+        queues: dict[int, deque[Any]] = {}  # per actor, its calls in the order it runs them
+        done: set[int] = set()
+        duplicated: set[int] = set()
         load: Counter[int] = Counter()
-        while pending or inflight:
+        self._forget_finished_busy()
+        for ref, key in self._busy.items():
+            load[key] += 1
+            queues.setdefault(key, deque()).append(ref)
+        while (pending or inflight) and len(done) < len(chunks):
             left = deadline - time.time() if deadline is not None else 1.0
             if left <= 0:
                 break
-            for key in sorted(self._slots, key=lambda k: load[k]):
-                while pending and load[key] < self.in_flight:
-                    chunk = pending.popleft()
-                    batch = chunks[chunk]
-                    ref = self._slots[key].handle.score.remote(
-                        [completions[i] for i in batch], [tasks[i] for i in batch], deadline
-                    )
-                    inflight[ref] = (chunk, key)
-                    load[key] += 1
-            if not inflight:  # every actor is gone: look for live nodes once more
+            self._deal(pending, chunks, completions, tasks, deadline, inflight, queues, load)
+            if pending and not inflight:  # every actor is gone: look for live nodes once more
                 self._refresh()
                 if not self._slots:
                     if deadline is None:
                         raise RunFailed("every Ray scoring actor is gone (all CPU nodes left the cluster)")
                     break
                 continue
-            ready, _ = self.ray.wait(list(inflight), num_returns=1, timeout=min(left, 1.0))
+            if not pending:
+                self._duplicate_queued(
+                    chunks, completions, tasks, deadline, inflight, queues, load, done, duplicated
+                )
+            waiting = list(inflight) + [r for r in self._busy if r not in inflight]
+            ready, _ = self.ray.wait(waiting, num_returns=1, timeout=min(left, 1.0))
             for ref in ready:
+                if ref in self._busy and ref not in inflight:  # an earlier batch's call ended
+                    key = self._busy.pop(ref)
+                    load[key] -= 1
+                    _discard(queues.get(key), ref)
+                    continue
                 chunk, key = inflight.pop(ref)
                 load[key] -= 1
+                _discard(queues.get(key), ref)
                 batch = chunks[chunk]
                 try:
                     verdicts = self.ray.get(ref)
@@ -435,11 +470,11 @@ class RayScorer(AwaitableScorer):
                 except self.ray.exceptions.RayError as exc:  # the actor or its node died
                     self._lost(key, exc)
                     reruns[chunk] += 1
-                    if reruns[chunk] <= MAX_RERUNS:
+                    if chunk not in done and reruns[chunk] <= MAX_RERUNS:
                         pending.appendleft(chunk)
                         self.stats["rerun_items"] += len(batch)
                     continue
-                if verdicts is None:  # reached past its deadline: not run
+                if verdicts is None or chunk in done:  # past its deadline (not run), or a copy's twin
                     continue
                 if len(verdicts) != len(batch):
                     verdicts = [
@@ -447,7 +482,11 @@ class RayScorer(AwaitableScorer):
                     ] * len(batch)
                 for index, verdict in zip(batch, verdicts, strict=True):
                     results[index] = verdict
+                done.add(chunk)
                 self.stats["chunks_done"] += 1
+        for ref, (_, key) in inflight.items():  # still running or queued: the next batch avoids them
+            if key in self._slots:
+                self._busy[ref] = key
         unscored = sum(v is None for v in results)
         if unscored:
             self.stats["unscored_items"] += unscored
@@ -459,6 +498,80 @@ class RayScorer(AwaitableScorer):
             )
         self.stats["scored_items"] += len(results) - unscored
         return results
+
+    def _deal(
+        self,
+        pending: deque[int],
+        chunks: list[list[int]],
+        completions: Sequence[object],
+        tasks: Sequence[Task],
+        deadline: float | None,
+        inflight: dict[Any, tuple[int, int]],
+        queues: dict[int, deque[Any]],
+        load: Counter[int],
+    ) -> None:
+        """Hand pending chunks to the least-loaded actors, up to ``in_flight`` each. An actor still
+        running an earlier batch's call gets none while some actor is free of them."""
+        busy = set(self._busy.values())
+        free = [k for k in self._slots if k not in busy] or list(self._slots)
+        for key in sorted(free, key=lambda k: load[k]):
+            while pending and load[key] < self.in_flight:
+                chunk = pending.popleft()
+                ref = self._send(key, chunks[chunk], completions, tasks, deadline)
+                inflight[ref] = (chunk, key)
+                queues.setdefault(key, deque()).append(ref)
+                load[key] += 1
+
+    def _duplicate_queued(
+        self,
+        chunks: list[list[int]],
+        completions: Sequence[object],
+        tasks: Sequence[Task],
+        deadline: float | None,
+        inflight: dict[Any, tuple[int, int]],
+        queues: dict[int, deque[Any]],
+        load: Counter[int],
+        done: set[int],
+        duplicated: set[int],
+    ) -> None:
+        """Run again, on an idle actor, a chunk that waits behind another actor's running call
+        (never the running call itself: a slow item must not occupy two actors)."""
+        idle = [k for k in self._slots if load[k] == 0]
+        if not idle:
+            return
+        for ref, (chunk, key) in list(inflight.items()):
+            if not idle:
+                return
+            queue = queues.get(key)
+            if chunk in done or chunk in duplicated or not queue or queue[0] is ref:
+                continue
+            target = idle.pop()
+            twin = self._send(target, chunks[chunk], completions, tasks, deadline)
+            inflight[twin] = (chunk, target)
+            queues.setdefault(target, deque()).append(twin)
+            load[target] += 1
+            duplicated.add(chunk)
+            self.stats["duplicated_items"] += len(chunks[chunk])
+
+    def _send(
+        self,
+        key: int,
+        batch: list[int],
+        completions: Sequence[object],
+        tasks: Sequence[Task],
+        deadline: float | None,
+    ) -> Any:
+        return self._slots[key].handle.score.remote(
+            [completions[i] for i in batch], [tasks[i] for i in batch], deadline
+        )
+
+    def _forget_finished_busy(self) -> None:
+        """Drop earlier batches' calls that have ended, or whose actor is gone."""
+        self._busy = {r: k for r, k in self._busy.items() if k in self._slots}
+        if self._busy:
+            ready, _ = self.ray.wait(list(self._busy), num_returns=len(self._busy), timeout=0)
+            for ref in ready:
+                self._busy.pop(ref, None)
 
     def _lost(self, key: int, exc: BaseException) -> None:
         """An actor failed: forget it (its node may still live; a later refresh restaffs it)."""
@@ -480,6 +593,12 @@ class RayScorer(AwaitableScorer):
         if getattr(self, "_owns_connection", False) and self.ray.is_initialized():
             self.ray.shutdown()
         self._owns_connection = False
+
+
+def _discard(queue: deque[Any] | None, ref: Any) -> None:
+    if queue is not None:
+        with contextlib.suppress(ValueError):
+            queue.remove(ref)
 
 
 __all__ = [

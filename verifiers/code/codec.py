@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import collections
 import json
 import math
 import os
@@ -58,6 +59,12 @@ class ChannelTimeout(Error, TimeoutError):
     """No complete frame arrived before the deadline."""
 
 
+_PLAIN_DICTS = (collections.Counter, collections.defaultdict, collections.OrderedDict)
+"""The standard library's dict subclasses (exactly these types, never a subclass of them): they
+cross as a plain dict, which compares equal where they do (MBPP's tests compare a Counter with a
+dict literal). Anything else a dict subclass adds, such as its own ``__eq__``, stays behind."""
+
+
 def encode_value(value: Any, depth: int = 0) -> Any:
     """A JSON-ready form of ``value``; tuples, sets, dicts, bytes and complex are tagged."""
     if depth > MAX_DEPTH:
@@ -73,7 +80,7 @@ def encode_value(value: Any, depth: int = 0) -> Any:
         return {"t": [encode_value(v, depth + 1) for v in value]}
     if kind is set or kind is frozenset:
         return {"s" if kind is set else "f": [encode_value(v, depth + 1) for v in value]}
-    if kind is dict:
+    if kind is dict or kind in _PLAIN_DICTS:  # a Counter arrives as the dict it equals
         return {"d": [[encode_value(k, depth + 1), encode_value(v, depth + 1)] for k, v in value.items()]}
     if kind is bytes:
         return {"b": base64.b64encode(value).decode()}

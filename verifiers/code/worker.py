@@ -24,8 +24,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlvr_gym.verifiers.code import policy
-from rlvr_gym.verifiers.code.codec import ChannelClosed, FrameReader, dumps, loads, write_frame
-from rlvr_gym.verifiers.code.harness import InvalidTests, Session, judge, mode_of, plan_ahead, validate_tests
+from rlvr_gym.verifiers.code.codec import ChannelClosed, CodecError, FrameReader, dumps, loads, write_frame
+from rlvr_gym.verifiers.code.harness import (
+    InvalidTests,
+    Outcome,
+    Session,
+    judge,
+    mode_of,
+    plan_ahead,
+    validate_tests,
+)
 from rlvr_gym.verifiers.code.sandbox import (
     JUDGE_MEMORY_ENV,
     PR_SET_CHILD_SUBREAPER,
@@ -121,7 +129,28 @@ def run_job(
             workspace.reset()  # after every process of the submission is gone
         else:
             remove_tree(workdir)
+    cap_output(outcome, limits.output_bytes)
     return {"status": "ran", **outcome.as_dict(), "exit_status": status}
+
+
+def cap_output(outcome: Outcome, limit: int) -> None:
+    """Hold the ``run`` kind's output to ``limit`` characters here, in the judge: the sandbox's
+    own cap (its stdout object) is the submission's to bypass (``super(type(sys.stdout),
+    sys.stdout).write``). Printing past it is the submission's failure, as the sandbox's cap says."""
+    if outcome.output is None or len(outcome.output) <= limit:
+        return
+    outcome.output = outcome.output[:limit]
+    outcome.passed = 0
+    outcome.failures[:] = [f"OutputLimitExceeded: output exceeds {limit} characters", *outcome.failures][:3]
+
+
+def send_outcome(fd: int, outcome: Mapping[str, Any]) -> None:
+    """Write one outcome frame; one that cannot be encoded (a bug of ours: every field a
+    submission fills is capped) is answered with an ``error`` outcome, and the worker serves on."""
+    try:
+        write_frame(fd, outcome)  # encodes first: nothing is written when it raises
+    except CodecError as exc:
+        write_frame(fd, {"status": "error", "errors": [f"the outcome could not be sent: {str(exc)[:200]}"]})
 
 
 def supervise(worker: int, host_dir: str) -> int:
@@ -221,8 +250,8 @@ def main() -> int:
             write_frame(out_fd, {"status": "error", "errors": [str(exc)], "retire": True})
             return 1
         except BaseException as exc:  # noqa: BLE001 - a verifier bug: report it, keep serving
-            outcome = {"status": "error", "errors": [f"{type(exc).__name__}: {exc}"]}
-        write_frame(out_fd, outcome)
+            outcome = {"status": "error", "errors": [f"{type(exc).__name__}: {exc}"[:500]]}
+        send_outcome(out_fd, outcome)
 
 
 def limit_judge_memory() -> None:

@@ -12,6 +12,9 @@ from collections import deque
 
 MAX_ANSWER_CHARS = 500
 """Longer extractions are not answers; later steps refuse them as ``bad_format``."""
+MAX_COMPLETION_CHARS = 200_000
+"""Longer completions are refused before any extraction (``bad_format``): the extractors are
+linear but not free (10 MB of ``$`` cost 2 s), and a reply this long is not a worked answer."""
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _BOXED_SPACE = re.compile(r"\\boxed +([^\s$]+)")
@@ -30,9 +33,14 @@ _DISPLAY = re.compile(
     re.DOTALL,
 )
 _ANY_MATH = re.compile(
-    r"\$\$([^$]{1,500}?)\$\$|\\\[((?s:.){1,500}?)\\\]|\\\((.{1,500}?)\\\)|(?<!\\)\$([^$\n]{1,500}?)(?<!\\)\$"
+    r"\$\$([^$]{1,500}?)\$\$|\\\[((?s:.){1,500}?)\\\]|\\\((.{1,500}?)\\\)"
+    r"|(?<!\\)\$([^$\n]{1,500}?)(?<!\\)\$(?!\d)"
 )
-"""Display math may span lines; inline ``$..$`` and ``\\(..\\)`` may not (a stray ``$`` is text)."""
+"""Display math may span lines; inline ``$..$`` and ``\\(..\\)`` may not (a stray ``$`` is text).
+
+A ``$`` with a digit right after it does not close inline math (Pandoc's rule for TeX math): it
+opens an amount. Currency is then text: in "$30 + $300 = $330" no pair is math (read as math,
+"$300 = $" gave ``300 =``)."""
 _COPULA = re.compile(r"\s(?:is|are|equals|was|be)\s+(?:equal to\s+)?")
 _WORDY = re.compile(r"[A-Za-z]{2,}")
 _LEADING_VALUE = re.compile(

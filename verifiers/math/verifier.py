@@ -8,7 +8,13 @@ from rlvr_gym.error import InvalidArgument, InvalidType, RunFailed
 from rlvr_gym.verifiers.math import equivalence
 from rlvr_gym.verifiers.math.budget import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Worker, shared_worker
 from rlvr_gym.verifiers.math.exactness import MIN_PLACES, check_precision
-from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer, final_number, reference_answer
+from rlvr_gym.verifiers.math.extract import (
+    MAX_ANSWER_CHARS,
+    MAX_COMPLETION_CHARS,
+    extract_answer,
+    final_number,
+    reference_answer,
+)
 from rlvr_gym.verifiers.math.normalize import decimal_comma, fast_number, normalize
 from rlvr_gym.verifiers.protocol import Task
 from rlvr_gym.verifiers.verdict import Reason, Verdict
@@ -87,6 +93,10 @@ class MathVerifier:
         gold = task[self.answer_key]
         if not isinstance(gold, str | int):
             raise InvalidType(f"task[{self.answer_key!r}] must be a str or int, got {type(gold).__name__}")
+        if len(completion) > MAX_COMPLETION_CHARS:
+            return Verdict.fail(
+                Reason.BAD_FORMAT, why=f"completion longer than {MAX_COMPLETION_CHARS} characters"
+            )
         answer = extract_answer(
             completion,
             last_number_fallback=self.last_number_fallback,
