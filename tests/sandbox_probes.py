@@ -215,6 +215,130 @@ the task expects (an ``OverflowError`` while comparing), 900-deep nesting; and a
 cleanup. Breached when the verdict is ``error``, or slow, or the worker's memory jumps."""
 
 
+# ----- issue 34: the side channels left open -------------------------------------------------
+
+ORACLE_TESTS = {
+    "kind": "assert",
+    "entry_point": "f",
+    "cases": ["x = f(int('0'))\nassert x == 1\nassert f(int('1')) == 2", "assert f(int('9')) == 9"],
+}
+ORACLE = """seen = []
+def f(x):
+    seen.append(x)
+    if x == 9:  # the second case: did the call after the failed assert of the first one come?
+        return 9 if 1 in seen else -1
+    return 0
+"""
+"""Computed-argument calls come one at a time: a test that stopped at its first failed assert
+never made the next call, so the calls a submission saw told it which asserts held (kept for a
+later attempt, that is an oracle). It passes case 1 only if call ``f(1)`` came after assert 0 failed."""
+
+STOP_ITERATION = "def f(x):\n    raise StopIteration\n"
+STOP_ITERATION_TESTS = {
+    "kind": "assert",
+    "entry_point": "f",
+    "cases": ["assert all(map(lambda x: f(x) == x * x, [1, 2, 3]))"],
+}
+"""A ``StopIteration`` rebuilt in the judge ends the ``map`` inside the test early: ``all([])``."""
+
+INODE_SENDER = "for i in range({}):\n    open(f'f{{i}}', 'w').close()\n"
+INODE_RECEIVER = "import os\nopen('x', 'w').close()\nprint(os.stat('x').st_ino, os.stat('.').st_ino)\n"
+"""Memory through the inode counter of the working dir's file system: the receiver's new file
+gets a number that says how many the sender made, unless each submission has a fresh one."""
+
+PID_SENDER = "import os\nfor i in range({}):\n    if os.fork() == 0:\n        os._exit(0)\n    os.wait()\n"
+PID_RECEIVER = "import os\nprint(os.getpid())\n"
+"""Memory through the pid counter: the receiver's pid says how many processes the sender forked,
+unless every submission starts from the same point of its PID namespace's counter."""
+
+PIDFD_RECEIVER = "import os\ntry:\n    print(os.fstat(os.pidfd_open(os.getpid())).st_ino)\nexcept OSError:\n    print('refused')\n"
+"""Memory through the kernel-wide counter of pidfd inodes, which every fork moves on."""
+
+CLOCK_PHASE = """import datetime
+def phase():
+    return datetime.datetime.now().microsecond // 100000
+"""
+CLOCK_SENDER = CLOCK_PHASE + "while phase() != {}:\n    pass\n"
+CLOCK_RECEIVER = CLOCK_PHASE + "print(phase())\n"
+CLOCK_VALUES = (3, 6, 8)
+"""Memory through the clock, with RestrictedPython on (``datetime`` is allowed): one ``run_python``
+call ends as the wall clock enters a chosen tenth of a second, the next one (the next episode,
+started tens of milliseconds later) reads that tenth back."""
+
+
+def package_data() -> list[str]:
+    """Every data file the installed ``rlvr_gym`` ships (task fixtures with hidden tests)."""
+    import rlvr_gym
+
+    found = []
+    for folder, _, files in os.walk(Path(rlvr_gym.__file__).parent, followlinks=True):  # (editable: links)
+        found += [os.path.join(folder, f) for f in files if not f.endswith((".py", ".pyc", ".typed"))]
+    return sorted(found)
+
+
+def package_data_probe(verifier: CodeVerifier) -> bool:
+    """Whether a submission can read a data file of the installed package, or list its folder
+    (``True`` = breached): a regular install puts ``rlvr_gym`` in site-packages, which the
+    minimal root showed whole when the worker had imported from it."""
+    import rlvr_gym
+
+    files = package_data()
+    folder = str(Path(rlvr_gym.__file__).parent)
+    program = (
+        f"import os\nFILES, FOLDER = {files!r}, {folder!r}\n"
+        "def f():\n"
+        "    for name in FILES:\n"
+        "        try:\n"
+        "            open(name, 'rb').read(1)\n"
+        "            return 'escaped'\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    try:\n"
+        "        return 'escaped' if os.listdir(FOLDER) else 'no'\n"
+        "    except OSError:\n"
+        "        return 'no'\n"
+    )
+    escaped = {"tests": {"kind": "calls", "fn": "f", "cases": [{"args": [], "expected": "escaped"}]}}
+    return _breached(verifier(fenced(program), escaped)) or not files
+
+
+def issue34_probes(pool: SandboxPool, verifier: CodeVerifier) -> dict[str, object]:
+    """The side channels of issue 34 (``True`` = breached), on ``pool``'s one worker."""
+    from rlvr_gym.verifiers.code.tool import PythonTool
+
+    results: dict[str, object] = {"read-the-package-data": package_data_probe(verifier)}
+    oracle = verifier(fenced(ORACLE), {"tests": ORACLE_TESTS})
+    results["computed-calls-show-the-outcome"] = oracle.score != 0.5 or oracle.reason is Reason.ERROR
+    results["forged-stop-iteration"] = _breached(
+        verifier(fenced(STOP_ITERATION), {"tests": STOP_ITERATION_TESTS})
+    )
+    plain = PythonTool(limits=verifier.limits, pool=pool, restricted=False)
+    seen = []
+    for count in (0, 40):
+        plain.run(INODE_SENDER.format(count))
+        seen.append(plain.run(INODE_RECEIVER).output)
+    results["inode-counter-remembers"] = seen[0] != seen[1] or not seen[0]
+    pids = []
+    for count in (0, 25):
+        plain.run(PID_SENDER.format(count))
+        pids.append(plain.run(PID_RECEIVER).output)
+    results["pid-counter-remembers"] = pids[0] != pids[1] or not pids[0]
+    inodes = []
+    for count in (0, 25):
+        plain.run(PID_SENDER.format(count))
+        inodes.append(plain.run(PIDFD_RECEIVER).output.strip())
+    results["pidfd-inode-remembers"] = inodes != ["refused", "refused"]
+    tool = PythonTool(limits=verifier.limits, pool=pool, restricted=True)
+
+    def passed_on(value: int) -> str:
+        tool.run(CLOCK_SENDER.format(value))
+        return tool.run(CLOCK_RECEIVER).output.strip()
+
+    passed = [passed_on(value) == str(value) for value in CLOCK_VALUES]
+    results["clock-phase-between-episodes"] = sum(passed) >= 2
+    return results
+
+
 def _ipc_cleanup() -> None:
     """Remove what the IPC probes may have left in this host's IPC namespace (old code did)."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -306,6 +430,10 @@ def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
         "ptrace-traceme": LIBC + "def f():\n    return 'escaped' if libc.ptrace(0, 0, 0, 0) == 0 else 'no'",
         "mount-tmpfs": LIBC
         + "def f():\n    return 'escaped' if libc.mount(b'none', b'.', b'tmpfs', 0, None) == 0 else 'no'",
+        "mount-as-the-worker-may": LIBC  # the worker's filter lets these two forms through
+        + "def f():\n    new = libc.mount(b'tmpfs', b'.', b'tmpfs', 6, None) == 0\n"
+        "    moved = libc.mount(b'/tmp', b'.', None, 0x2000, None) == 0 or libc.umount2(b'/tmp', 2) == 0\n"
+        "    return 'escaped' if new or moved else 'no'",
         "no-seccomp": LIBC + "def f():\n    return 'escaped' if libc.prctl(21, 0, 0, 0, 0) != 2 else 'no'",
         "write-outside": f"def f():\n    open({marker!r}, 'w').write('x')\n    return 'escaped'",
         "shell-reads-data": "import subprocess\ndef f():\n    out = subprocess.run(['/bin/sh', '-c', "
@@ -354,6 +482,7 @@ def run_all(namespaces: bool | None = None) -> dict[str, object]:
         leak = verifier(fenced("def f():\n    raise ValueError('/etc/shadow ' + 'x' * 5000)"), escaped)
         results["leaked text"] = json.dumps(dict(leak.details))
         results.update(issue24_probes(pool, verifier, escaped))
+        results.update(issue34_probes(pool, verifier))
         results["isolation"] = pool.isolation
     results["marker written"] = os.path.exists(marker)
     folder = str(results.pop("host folder", ""))
@@ -366,5 +495,27 @@ def run_all(namespaces: bool | None = None) -> dict[str, object]:
     return results
 
 
+HONEST_SQUARE = "import json, re\ndef f(x):\n    return json.loads(re.sub('x', str(x), 'x')) ** 2\n"
+
+
+def run_package_data(namespaces: bool | None = None) -> dict[str, object]:
+    """Only the package-data probe (run by the wheel-install test with that install's Python)."""
+    import rlvr_gym
+
+    with SandboxPool(1, namespaces=namespaces) as pool:
+        verifier = CodeVerifier(limits=Limits(wall_s=3.0, cpu_s=2), pool=pool, restricted=False)
+        breached = package_data_probe(verifier)
+        honest = {"tests": {"kind": "calls", "fn": "f", "cases": [{"args": [2], "expected": 4}]}}
+        return {
+            "read-the-package-data": breached or package_data_probe(verifier),  # and on a fresh /tmp
+            "control: honest code after a fresh /tmp": verifier(fenced(HONEST_SQUARE), honest).passed,
+            "package": rlvr_gym.__file__,
+            "RestrictedPython": __import__("RestrictedPython").__file__,
+            "data": package_data(),
+            "isolation": pool.isolation,
+        }
+
+
 if __name__ == "__main__":
-    json.dump(run_all(False if "--no-namespaces" in sys.argv[1:] else None), sys.stdout)
+    namespaces = False if "--no-namespaces" in sys.argv[1:] else None
+    json.dump((run_package_data if "--package-data" in sys.argv[1:] else run_all)(namespaces), sys.stdout)

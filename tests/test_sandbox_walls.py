@@ -18,13 +18,17 @@ ROOT = Path(__file__).resolve().parents[1]
 PROBE_USER = "rlvr-sandbox-probe"
 ATTACKS = (
     "read-etc-passwd", "read-data-file", "list-project-sources", "list-host-pids", "signal-a-host-pid", "kill-the-worker",
-    "connect-127.0.0.1", "unshare-newuser", "ptrace-traceme", "mount-tmpfs", "no-seccomp",
+    "connect-127.0.0.1", "unshare-newuser", "ptrace-traceme", "mount-tmpfs", "mount-as-the-worker-may", "no-seccomp",
     "write-outside", "shell-reads-data", "system-python", "forged HumanEval/0 from the data file",
     "read-the-judges-memory", "kill-every-process", "find-an-answer-key", "a-process-was-left-behind",
     # issue 24: channels between submissions, the judge's soft spots, what the verdict shows
     "leave-ipc-objects", "ipc-objects-were-left", "leave-marks-on-the-workdir", "marks-were-left-on-the-workdir",
     "touch-dev-null", "expected value in the details", "read-order-shows-the-outcome", "forged pass in 12 attempts",
     "colliding-set", "eight-mb-of-lists", "float-overflow", "deep-answer", "nest-the-workdir", "host folder left",
+    # issue 34: the side channels left open
+    "computed-calls-show-the-outcome", "forged-stop-iteration", "inode-counter-remembers",
+    "clock-phase-between-episodes", "read-the-package-data", "pid-counter-remembers",
+    "pidfd-inode-remembers",
 )  # fmt: skip
 CONTROLS = (
     "control: canonical HumanEval/0", "control: honest code after the marks",
@@ -125,11 +129,17 @@ def test_walls_hold_for_an_ordinary_user():
     assert_walls_hold(_run_probes_as_ordinary_user())
 
 
+FALLBACK_RESIDUAL = ("inode-counter-remembers", "pid-counter-remembers")
+"""Open without namespaces, and said so in docs/sandbox-walls.md: the working dir lies on the host's
+disk (no fresh file system per submission without a mount namespace), whose inode allocator shows
+what the last submission left; pids come from the host's counter (no PID namespace)."""
+
+
 def assert_fallback_walls_hold(results: dict) -> None:
     """Without namespaces (RLVR_GYM_SANDBOX_NO_NAMESPACES): Landlock, seccomp and the uid hold
-    every wall, and the missing namespaces are reported, not silent."""
+    every wall but :data:`FALLBACK_RESIDUAL`, and the missing namespaces are reported, not silent."""
     assert all(results[name] is True for name in CONTROLS), results
-    breached = [name for name in ATTACKS if results[name] is not False]
+    breached = [name for name in ATTACKS if results[name] is not False and name not in FALLBACK_RESIDUAL]
     assert not breached, (breached, results["isolation"])
     assert results["marker written"] is False
     isolation = results["isolation"]

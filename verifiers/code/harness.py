@@ -14,7 +14,9 @@ Hence:
 * no outcome shows before the verdict: every answer planned ahead is read in full before any
   test code runs (a judge that read answer i+1 only once assert i held told a submission that
   blocked on a large answer which asserts passed), and where the plan covers every call the
-  sandbox is closed before judging begins;
+  sandbox is closed before judging begins; calls the plan cannot cover (computed arguments) go
+  by round trip, and since test code's asserts record a failure and go on (:func:`_soften`),
+  which of them arrive does not follow from which asserts held;
 * verdict details name no expected value and no test source unless the env opts in
   (``reveal_tests``): a failing case says which case and what the submission did.
 
@@ -252,12 +254,20 @@ def call_request(name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> d
     }
 
 
+CONTROL_FLOW_EXCEPTIONS = frozenset({"StopIteration", "StopAsyncIteration"})
+"""Builtin exceptions that steer the judge's own test code instead of failing it: raised from a
+proxy inside ``map``/``filter``/an iterator protocol, ``StopIteration`` ends the iteration early
+and the asserts after it never run (``all(map(check, xs))`` held on an empty run). The
+submission's raising one is rebuilt as a ``RuntimeError``, a plain failure of that call."""
+
+
 def _rebuild(reply: Mapping[str, Any]) -> Exception:
-    """The sandbox's exception as a *builtin* exception class (never one the submission made)."""
+    """The sandbox's exception as a *builtin* exception class (never one the submission made),
+    never one of :data:`CONTROL_FLOW_EXCEPTIONS`."""
     name, message = str(reply.get("exc"))[:60], short_reason(str(reply.get("msg")))
     cls = getattr(builtins, name, None)
     error: Exception = RuntimeError(f"{name}: {message}")
-    if isinstance(cls, type) and issubclass(cls, Exception):
+    if isinstance(cls, type) and issubclass(cls, Exception) and name not in CONTROL_FLOW_EXCEPTIONS:
         with contextlib.suppress(Exception):  # e.g. UnicodeDecodeError needs more arguments
             error = cls(message)
     error._from_sandbox = True  # type: ignore[attr-defined] - its message is the submission's own
@@ -283,12 +293,74 @@ def safe_repr(value: Any, limit: int = 100) -> str:
 # ----- test kinds ----------------------------------------------------------------------------------
 
 
+ASSERT_NAME = "__judge_assert__"
+"""The name test code's ``assert`` statements call instead (see :func:`_soften`)."""
+
+
+_STATEMENT_LISTS = ("body", "orelse", "finalbody")
+
+
+def _soften(node: ast.AST) -> None:
+    """Every ``assert test, msg`` directly in ``node``'s statement lists becomes
+    ``__judge_assert__(test, lambda: msg)``: a failed assert is recorded and the test goes on.
+
+    Why: a sandbox answers computed-argument calls one at a time, and a test that stopped at its
+    first failing assert made every later call arrive only if the one before had passed — the
+    submission learnt which asserts held. With every assert run to the end, which calls arrive,
+    and in what order, depends only on the test code and the submission's own answers; the
+    verdict is the same (a case fails on its first failed assert). Done in place, node by node,
+    during the walk :func:`_compile_trusted` makes anyway (an ``ast.NodeTransformer`` pass
+    doubled the cost of compiling a test)."""
+    for name in _STATEMENT_LISTS:
+        statements = getattr(node, name, None)
+        if not isinstance(statements, list):
+            continue
+        for index, statement in enumerate(statements):
+            if isinstance(statement, ast.Assert):
+                statements[index] = _soft_assert(statement)
+
+
+def _soft_assert(node: ast.Assert) -> ast.Expr:
+    message: ast.expr = ast.copy_location(ast.Constant(None), node)
+    if node.msg is not None:
+        empty = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+        message = ast.copy_location(ast.Lambda(args=empty, body=node.msg), node.msg)
+    name = ast.copy_location(ast.Name(ASSERT_NAME, ast.Load()), node)
+    call = ast.copy_location(ast.Call(name, [node.test, message], []), node)
+    return ast.copy_location(ast.Expr(call), node)
+
+
+@dataclass(slots=True)
+class _Asserts:
+    """The ``__judge_assert__`` of one case: the first failure, kept; the test runs on.
+
+    The message (test code, maybe holding an expected value or a call) is evaluated only when it
+    may be shown (``reveal``) and only for the first failure."""
+
+    reveal: bool
+    failure: AssertionError | None = None
+
+    def __call__(self, test: object, message: Callable[[], object] | None) -> None:
+        if test or self.failure is not None:
+            return
+        text = ""
+        if self.reveal and message is not None:
+            try:
+                text = str(message())
+            except Exception as exc:  # noqa: BLE001 - a message that fails is still a failure
+                text = f"<message raised {type(exc).__name__}>"
+        self.failure = AssertionError(text)
+
+
 @functools.lru_cache(maxsize=1024)
-def _compile_trusted(source: str, label: str) -> tuple[types.CodeType, frozenset[str]]:
-    """Test code compiled once, with the names it reads but never binds (to proxy)."""
+def _compile_trusted(source: str, label: str, soft: bool = False) -> tuple[types.CodeType, frozenset[str]]:
+    """Test code compiled once, with the names it reads but never binds (to proxy); ``soft``:
+    its asserts record and go on (:func:`_soften`)."""
     tree = ast.parse(source, label)
     loaded, bound = set(), set()
-    for node in ast.walk(tree):
+    for node in ast.walk(tree):  # (children are queued before a node is seen: _soften is safe)
+        if soft:
+            _soften(node)
         if isinstance(node, ast.Name):
             (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -315,17 +387,30 @@ def _run_asserts(spec: Mapping[str, Any], session: Session, outcome: Outcome) ->
         namespace: dict[str, Any] = {"__name__": "__judge__", "__builtins__": builtins}
         if setup:
             exec(_compile_trusted(setup, "<setup>")[0], namespace)  # noqa: S102 - trusted task code
-        code, free = _compile_trusted(case, f"<test {index}>")
+        code, free = _compile_trusted(case, f"<test {index}>", soft=True)
         for name in free | ({entry_point} if entry_point else set()):
             if name == entry_point or name not in namespace:
                 namespace[name] = _proxy(session, name)
+        asserts = namespace[ASSERT_NAME] = _Asserts(outcome.reveal)
+        failure: Exception | None = None
         try:
             exec(code, namespace)  # noqa: S102 - trusted test code; submission values are plain data
         except Exception as exc:  # noqa: BLE001 - a failing test, whatever it raised
-            shown, secret = _describe(exc, outcome.reveal)
-            outcome.fail(f"test {index}: {shown}", secret)
-        else:
+            failure = exc
+        except SandboxGone:  # an answer the case needed only after it had failed: decided
+            if asserts.failure is None:
+                raise
+        except JudgeTimeout:
+            if asserts.failure is not None:
+                shown, secret = _describe(asserts.failure, outcome.reveal)
+                outcome.fail(f"test {index}: {shown}", secret)
+            raise
+        failure = asserts.failure or failure  # the first failed assert, as a stopping test saw it
+        if failure is None:
             outcome.passed += 1
+        else:
+            shown, secret = _describe(failure, outcome.reveal)
+            outcome.fail(f"test {index}: {shown}", secret)
 
 
 def same_value(got: Any, expected: Any) -> bool:
@@ -591,7 +676,7 @@ def covers_every_call(spec: Mapping[str, Any], planned: int) -> bool:
     for index, case in enumerate(cases):
         try:
             count = _literal_only(case, entry_point)
-            free = _compile_trusted(case, f"<test {index}>")[1]
+            free = _compile_trusted(case, f"<test {index}>", soft=True)[1]
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
         if count < 0 or free - bound - {entry_point}:

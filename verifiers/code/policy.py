@@ -34,6 +34,8 @@ from RestrictedPython.Guards import (
 )
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
+from rlvr_gym.verifiers.code import clock
+
 ALLOWED_IMPORTS: frozenset[str] = frozenset(
     {
         "array", "bisect", "cmath", "collections", "copy", "dataclasses", "datetime", "decimal",
@@ -157,6 +159,10 @@ def preload_modules() -> list[str]:
             __import__(name)
         except Exception:  # noqa: BLE001 - an extra module broken at import: reported, not fatal
             missing.append(name)
+    try:
+        clock.datetime_module()
+    except ImportError:
+        missing.append("datetime (pure Python, the policy's clock)")
     return missing
 
 
@@ -267,6 +273,8 @@ def _guarded_import(
         raise ImportError(f"import of {name!r} is not allowed")
     if name == "sys":
         return _restricted_sys()
+    if name == "datetime":  # its clock shows elapsed time only (see .clock)
+        return clock.datetime_module()
     if name in HIDDEN_NAMES:
         return _module_view(name)
     return __import__(name, globs, locs, fromlist, level)

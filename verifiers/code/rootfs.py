@@ -65,6 +65,12 @@ def mount(source: str, target: str, fstype: str | None, flags: int, data: str | 
     )  # fmt: skip
 
 
+def umount(target: str) -> int:
+    """Detach the mount on ``target`` (lazily: whoever still holds it keeps it until let go);
+    0 on success."""
+    return _libc.umount2(target.encode(), MNT_DETACH)
+
+
 SITE_GLOBS = ("python3*/site-packages", "python3*/dist-packages", "python3/dist-packages")
 """Folders of installed packages inside the runtime roots (the base interpreter's, the system's)."""
 
@@ -92,6 +98,7 @@ def site_dirs() -> list[str]:
     for root in _runtime_roots():
         for pattern in SITE_GLOBS:
             candidates += glob.glob(os.path.join(root, pattern))
+    candidates += [p for p in sys.path if os.path.basename(p.rstrip("/")) in SITE_NAMES]  # by a .pth
     found: list[str] = []
     for path in candidates:
         if os.path.isdir(path) and os.path.abspath(path) not in found:
@@ -99,19 +106,28 @@ def site_dirs() -> list[str]:
     return found
 
 
+SITE_NAMES = ("site-packages", "dist-packages")
+OWN_PACKAGE = __name__.split(".", 1)[0]
+"""This package (``rlvr_gym``): never shown to a submission, whatever the install. It ships task
+data (``envs/data/mbpp_fixture.jsonl`` holds hidden tests) and neither the judge nor a sandbox
+imports anything of it once the walls are up (an editable install never showed it at all)."""
+
+
 def loaded_packages(sites: list[str]) -> list[str]:
     """The top-level entries of ``sites`` that this process has imported from (RestrictedPython,
     pyseccomp, ...): the only installed packages a submission may read, so that a lazy import
-    inside one of them still works after the root is replaced."""
+    inside one of them still works after the root is replaced. Never :data:`OWN_PACKAGE`."""
     entries: set[str] = set()
-    for module in list(sys.modules.values()):
+    for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
-        if not isinstance(file, str):
+        if not isinstance(file, str) or name.split(".", 1)[0] == OWN_PACKAGE:
             continue
         file = os.path.abspath(file)
         for folder in sites:
             if file.startswith(folder + "/"):
-                entries.add(os.path.join(folder, file[len(folder) + 1 :].split("/", 1)[0]))
+                entry = file[len(folder) + 1 :].split("/", 1)[0]
+                if entry != OWN_PACKAGE:
+                    entries.add(os.path.join(folder, entry))
     return sorted(entries)
 
 
@@ -170,6 +186,76 @@ def _bind(source: str, new_root: str, *, writable: bool = False) -> None:
         _remount_read_only(target, source)
 
 
+NEXT_TMP = "/.next-tmp"
+"""Where the next ``/tmp`` is made ready before it replaces the current one (:func:`replace_tmp`)."""
+OLD_TMP = "/.old-tmp"
+"""A tmpfs where clean old ``/tmp`` mounts wait to be detached together (see :func:`replace_tmp`)."""
+OLD_TMP_SLOTS = 128
+_UNDER_TMP: list[str] = []
+"""The top-most mounts of the runtime under ``/tmp`` (a venv in a CI checkout made by mktemp)."""
+_OLD: list[int] = [0]  # old /tmp mounts waiting in OLD_TMP
+MS_MOVE = 0x2000
+
+
+def _mount_tmp(target: str) -> None:
+    mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMP_SIZE},nr_inodes={TMP_INODES},mode=1777")
+
+
+def _mount_old_tmp() -> None:
+    mount(
+        "tmpfs", OLD_TMP, "tmpfs", MS_NOSUID | MS_NODEV, f"size=64k,nr_inodes={OLD_TMP_SLOTS + 8},mode=0700"
+    )
+    _OLD[0] = 0
+
+
+def _mount_point(path: str, top: str, *, directory: bool) -> None:
+    """``path`` below ``top`` made as a mount point for a folder or a file (a one-file module),
+    every folder on the way readable by all whatever our umask."""
+    folder = top
+    for part in path[len(top) + 1 :].split("/")[:-1]:
+        folder += "/" + part
+        if not os.path.isdir(folder):
+            os.mkdir(folder)
+            os.chmod(folder, 0o755)
+    if directory:
+        os.mkdir(path)
+        os.chmod(path, 0o755)
+    else:
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
+
+
+def replace_tmp(dirty: bool) -> None:
+    """Give ``/tmp`` a fresh tmpfs (the worker, between two submissions, in its own mount namespace).
+
+    Why not empty it: a tmpfs numbers its inodes from a counter of its own, and a counter that
+    carried on from one submission to the next was memory between them (make ``k`` files; the
+    next submission's first file has a number ``k`` higher). A new tmpfs starts each submission at
+    the same numbers. The runtime's mounts under ``/tmp`` are moved onto the new one first.
+
+    The old one must go, and a detach waits for an RCU grace period (a quarter of a millisecond
+    on a quiet machine, several on a loaded one): a ``dirty`` one (it holds what the submission
+    left) is detached at once, a clean one is moved aside into :data:`OLD_TMP`, and those are
+    detached together every :data:`OLD_TMP_SLOTS`. Whoever still holds an old one (the fork
+    server's cwd) keeps it until it lets go.
+    """
+    _mount_tmp(NEXT_TMP)
+    for path in _UNDER_TMP:
+        staged = NEXT_TMP + path[len("/tmp") :]
+        _mount_point(staged, NEXT_TMP, directory=os.path.isdir(path))
+        mount(path, staged, None, MS_MOVE)
+    if dirty or _OLD[0] >= OLD_TMP_SLOTS:
+        _check(umount("/tmp"), "umount /tmp")
+        if _OLD[0] >= OLD_TMP_SLOTS:
+            _check(umount(OLD_TMP), "umount the old /tmp mounts")
+            _mount_old_tmp()
+    else:
+        _OLD[0] += 1
+        slot = f"{OLD_TMP}/{_OLD[0]}"
+        os.mkdir(slot)
+        mount("/tmp", slot, None, MS_MOVE)
+    mount(NEXT_TMP, "/tmp", None, MS_MOVE)
+
+
 def pivot_to_minimal_root(new_root: str) -> str:
     """Replace this mount namespace's root with the minimal one (needs CAP_SYS_ADMIN in it), built
     on the empty folder ``new_root`` of the host's (which whoever made it removes)."""
@@ -181,21 +267,22 @@ def pivot_to_minimal_root(new_root: str) -> str:
     # The private /tmp first: a runtime under /tmp (a venv in a CI checkout made by mktemp) is then
     # bound on top of it and stays visible; the wipe leaves mount points alone.
     os.makedirs(new_root + "/tmp")
-    mount(
-        "tmpfs",
-        new_root + "/tmp",
-        "tmpfs",
-        MS_NOSUID | MS_NODEV,
-        f"size={TMP_SIZE},nr_inodes={TMP_INODES},mode=1777",
-    )
-    for path in _runtime_roots():
+    os.makedirs(new_root + NEXT_TMP)
+    os.makedirs(new_root + OLD_TMP)
+    _mount_tmp(new_root + "/tmp")
+    targets = list(_runtime_roots())
+    for path in targets:
         _bind(path, new_root)
     sites = site_dirs()
     for folder in sites:  # hidden under an empty read-only tmpfs where a root shows it...
         if os.path.isdir(new_root + folder):
             mount("tmpfs", new_root + folder, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+            targets.append(folder)
     for path in loaded_packages(sites):  # ... but for the packages the worker loaded
         _bind(path, new_root)
+        targets.append(path)
+    under_tmp = sorted(t for t in targets if t.startswith("/tmp/"))
+    _UNDER_TMP[:] = [t for t in under_tmp if not any(t.startswith(o + "/") for o in under_tmp)]
     for folder in sites:
         if os.path.ismount(new_root + folder):
             mount("none", new_root + folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
@@ -207,11 +294,12 @@ def pivot_to_minimal_root(new_root: str) -> str:
     _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
     os.chdir("/")
     mount("none", "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _mount_old_tmp()
     tempfile.tempdir = "/tmp"
     return (
         f"minimal root (pivot_root): {describe_runtime(sites)}; {', '.join(DEVICES)}; "
-        f"private /tmp tmpfs (size {TMP_SIZE}, {TMP_INODES} inodes, emptied after every submission, "
-        "a fresh working dir in it for each); no /etc, /home, /proc"
+        f"private /tmp, a fresh tmpfs for every submission (size {TMP_SIZE}, {TMP_INODES} inodes), "
+        "a working dir in it for each; no /etc, /home, /proc"
     )
 
 

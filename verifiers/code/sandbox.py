@@ -175,6 +175,7 @@ def isolate_worker(namespaces: str, host_pid: int, host_dir: str) -> Isolation:
     if namespaces not in ("root", "user"):
         report.missing.append(f"pid namespace: {namespaces}")
     else:
+        open_last_pid()  # before the host's /proc is gone
         try:
             _unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC)
             report.network = "network namespace (no interfaces up)"
@@ -190,6 +191,10 @@ def isolate_worker(namespaces: str, host_pid: int, host_dir: str) -> Isolation:
                 "PID namespace of the submissions' own, nested in the worker's (their fork server "
                 "is its init; host processes and the judge invisible)"
             )
+            if LAST_PID_FD >= 0:
+                report.pid += "; every submission starts at the same pid"
+            else:
+                report.notes.append("pid counter not reset per submission: no /proc/sys/kernel/ns_last_pid")
         except OSError as exc:
             report.pid = "PID namespace (the worker is its init; host processes invisible)"
             report.notes.append(f"no nested PID namespace for the submissions: {exc}")
@@ -243,6 +248,32 @@ def isolate_worker(namespaces: str, host_pid: int, host_dir: str) -> Isolation:
     elif report.seccomp:
         report.ipc += "; System V IPC and POSIX message queues refused by seccomp"
     return report
+
+
+LAST_PID_FD = -1
+"""``/proc/sys/kernel/ns_last_pid``, opened by the worker before its walls (``-1``: not open). The
+fork server, init of the submissions' PID namespace, writes it before every fork
+(:func:`reset_pid_counter`): pids are handed out from a counter, and one that carried on was
+memory between submissions (fork ``k`` times; the next submission's pid is ``k`` higher)."""
+
+
+def open_last_pid() -> None:
+    """Open :data:`LAST_PID_FD` (kept above the child's fixed fds; a child closes it at start)."""
+    global LAST_PID_FD
+    try:
+        fd = os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    LAST_PID_FD = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+
+
+def reset_pid_counter() -> None:
+    """Make the next fork get pid 2 of the caller's PID namespace, the one after its init (the
+    last submission's processes are all reaped by now); a no-op where the counter is not ours."""
+    if LAST_PID_FD >= 0:
+        with contextlib.suppress(OSError):
+            os.pwrite(LAST_PID_FD, b"1", 0)
 
 
 def sandbox_uid(isolation: Isolation) -> int | None:

@@ -50,6 +50,7 @@ from rlvr_gym.verifiers.code.sandbox import (
     fork_sandbox,
     no_new_privs,
     prctl,
+    reset_pid_counter,
 )
 
 _SETUP_HEADER = 8
@@ -256,6 +257,8 @@ def _start(
             return None, f"expected 2 pipe ends, got {len(fds)}"
         if cwd:
             os.chdir(cwd)
+        if init:
+            reset_pid_counter()
         args: dict[str, Any] = {
             "uid": uid,
             "block_sockets": block_sockets,

@@ -2,11 +2,12 @@
 
 Loaded once into the worker after it has built its walls (namespaces, root, mounts), so every
 submission process forked from it inherits the filter at no per-submission cost, and neither the
-worker nor a submission can undo what the walls did (no ``mount``, ``unshare``, ``setns``...).
+worker nor a submission can undo what the walls did (no bind or remount, ``unshare``, ``setns``...).
 Built with libseccomp through ``pyseccomp`` (a ctypes binding; no compiler needed). Refused:
 
 * escaping or changing the walls: ``unshare``, ``setns``, ``clone``/``clone3`` with namespace flags,
-  ``mount`` and the new mount API, ``pivot_root``, ``chroot``;
+  ``mount`` and ``umount2`` but in the forms the worker uses (:data:`MOUNTS`; refused outright
+  to submissions), the new mount API, ``pivot_root``, ``chroot``;
 * reaching other processes or the kernel: ``ptrace``, ``process_vm_*``, ``bpf``, ``keyctl``,
   ``perf_event_open``, ``kexec_*``, module loading, ``userfaultfd``, ``io_uring_*``, ...;
 * running programs (``execve``/``execveat``): a submission is Python code in this process;
@@ -19,7 +20,7 @@ Built with libseccomp through ``pyseccomp`` (a ctypes binding; no compiler neede
 
 :func:`install_submission_filter` stacks a second filter on the fork server, inherited by every
 submission but not by the worker: the calls that change a file's metadata (mode, extended
-attributes, timestamps). Landlock does not govern them, so without it a submission could change
+attributes, timestamps), ``mount``/``umount2`` and pidfds (:data:`PIDFDS`). Landlock does not govern them, so without it a submission could change
 the host's files it can name (``/dev/null``'s timestamps) or its working dir's, a channel to the
 next submission; the worker keeps them, to clean up after a submission.
 """
@@ -38,7 +39,7 @@ else:
     IMPORT_ERROR = ""
 
 REFUSED = (
-    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount",
+    "unshare", "setns", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount",
     "fspick", "move_mount", "open_tree", "mount_setattr", "ptrace", "process_vm_readv",
     "process_vm_writev", "bpf", "keyctl", "add_key", "request_key", "perf_event_open", "kexec_load",
     "kexec_file_load", "init_module", "finit_module", "delete_module", "userfaultfd",
@@ -56,6 +57,16 @@ METADATA = (
     "utimensat",
 )  # fmt: skip
 """Refused to submissions only (:func:`install_submission_filter`)."""
+PIDFDS = ("pidfd_open",)
+"""Refused to submissions, with ``clone``'s ``CLONE_PIDFD``: a pidfd's inode number comes from a
+kernel-wide counter that every fork moves on, so it showed how many processes the previous
+submission had made."""
+CLONE_PIDFD = 0x00001000
+MOUNTS = ("mount", "umount2")
+"""Refused to submissions; the worker keeps what it needs to give every submission a fresh
+``/tmp`` (:func:`.rootfs.replace_tmp`): ``mount`` with no flag but ``MS_NOSUID``, ``MS_NODEV`` and
+``MS_MOVE`` (no bind, no remount, no propagation change) and ``umount2`` with exactly ``MNT_DETACH``."""
+WORKER_MOUNT_FLAGS, WORKER_UMOUNT_FLAGS = 0x2 | 0x4 | 0x2000, 0x2
 NAMESPACE_FLAGS = (
     0x00020000,  # CLONE_NEWNS
     0x02000000,  # CLONE_NEWCGROUP
@@ -80,6 +91,10 @@ def install() -> str:
     refuse = seccomp.ERRNO(errno.EPERM)
     rules = _filter()
     _refuse_all(rules, refuse, REFUSED)
+    for bit in range(64):  # any flag outside WORKER_MOUNT_FLAGS
+        if not WORKER_MOUNT_FLAGS & 1 << bit:
+            rules.add_rule(refuse, "mount", seccomp.Arg(3, seccomp.MASKED_EQ, 1 << bit, 1 << bit))
+    rules.add_rule(refuse, "umount2", seccomp.Arg(1, seccomp.NE, WORKER_UMOUNT_FLAGS))
     for flag in NAMESPACE_FLAGS:
         rules.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     # clone3 passes its flags in memory, where a filter cannot look: ENOSYS makes glibc fall
@@ -116,6 +131,8 @@ def install_submission_filter() -> str:
     if seccomp is None:
         raise RuntimeError(f"pyseccomp/libseccomp unavailable ({IMPORT_ERROR})")
     rules = _filter()
-    _refuse_all(rules, seccomp.ERRNO(errno.EPERM), METADATA)
+    refuse = seccomp.ERRNO(errno.EPERM)
+    _refuse_all(rules, refuse, METADATA + MOUNTS + PIDFDS)
+    rules.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_PIDFD, CLONE_PIDFD))
     rules.load()
-    return "file metadata calls (chmod, xattrs, timestamps) refused to submissions"
+    return "file metadata calls (chmod, xattrs, timestamps), mount/umount2 and pidfds refused to submissions"

@@ -12,6 +12,10 @@ Python's recursion limit costs time linear in its size (a recursive walk on full
 in the depth and died at depth ~1000). It never follows a symlink or enters a mount point (a
 runtime bound under a private ``/tmp``); the folders that lead to mount points stay.
 
+With a mount namespace the private dir is ``/tmp``, a tmpfs of its own, replaced by a fresh one
+for every submission (:func:`.rootfs.replace_tmp`): emptying it was not enough, its inode counter
+carried on and was memory between submissions. Replacing it also costs less than a walk.
+
 Without a tmpfs of its own (Landlock, the private dir on the host's disk) removal is not cheap:
 with online discard each ``rmdir`` costs milliseconds, so a submission could make the cleanup
 outlast any budget. There a dirty working dir is renamed to a locked trash folder (mode 000;
@@ -24,6 +28,8 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+
+from rlvr_gym.verifiers.code import rootfs
 
 WORKDIR_NAME = "work"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -143,18 +149,19 @@ class Workspace:
     def __init__(self, private: str, uid: int | None = None) -> None:
         self.private, self.uid = private, uid
         self.workdir = os.path.join(private, WORKDIR_NAME)
-        self.own_mount = os.path.ismount(private)  # a tmpfs of ours: nobody else writes there
+        # the minimal root's /tmp, a tmpfs of ours that rootfs.replace_tmp renews
+        self.own_mount = private == "/tmp" and os.path.ismount(private) and os.path.isdir(rootfs.NEXT_TMP)
         self.trash: list[str] = []
         self.dirty = 0
         self._lock(writable=True)
         empty_tree(private)
-        self.clean = self._usage()
         self._make()
+        self.clean = self._usage()
         self._lock(writable=False)
 
     def _usage(self) -> tuple[int, int] | None:
-        """Free blocks and inodes of our own tmpfs: unchanged since it was clean means nothing
-        was left there (every entry takes an inode), and the walk is skipped."""
+        """Free blocks and inodes of our own tmpfs: unchanged since it was new means the
+        submission left nothing there (every entry takes an inode)."""
         if not self.own_mount:
             return None
         usage = os.statvfs(self.private)
@@ -171,10 +178,6 @@ class Workspace:
         working dir and sees no trash folder's name."""
         if not self.own_mount:
             os.chmod(self.private, 0o700 if writable else 0o711 if self.uid is not None else 0o100)
-
-    def _left_nothing(self) -> bool:
-        """Outside the working dir only our own tmpfs can hold something."""
-        return self.clean is None or self._usage() == self.clean
 
     def _to_trash(self) -> None:
         """Move the working dir out of the next submission's reach, to be removed later."""
@@ -194,15 +197,23 @@ class Workspace:
         """After a submission (all its processes gone): remove its working dir and whatever else
         it left, and make the next one. Raises :class:`WorkspaceStuck` if that fails."""
         try:
+            if self.own_mount:  # all of it replaced (see the module)
+                os.chdir("/")
+                dirty = self._usage() != self.clean
+                if dirty:  # freed now, not when the fork server lets go of the old one
+                    empty_tree(self.private)
+                rootfs.replace_tmp(dirty=dirty)
+                self._make()
+                self.clean = self._usage()
+                os.chdir(self.workdir)
+                return
             self._lock(writable=True)
             try:
-                os.rmdir(self.workdir)
-                clean = self._left_nothing()
+                os.rmdir(self.workdir)  # outside it nothing is writable (the lock)
+                clean = True
             except OSError:
                 clean = False
-            if not clean and self.own_mount:
-                empty_tree(self.private)  # a tmpfs, its entries capped (rootfs.TMP_INODES)
-            elif not clean:
+            if not clean:
                 self._to_trash()
             self._make()
             if self.trash:
