@@ -23,7 +23,8 @@ OPTIONAL = {
     "vllm",
     "lm_eval",
     "reasoning_gym",
-}  # extras the test command may not install: GPU only; bench-only [bench-ifeval]; [reasoning-gym]
+    "openenv",
+}  # extras the test command may not install: GPU only; bench-only [bench-ifeval]; [reasoning-gym]; [openenv]
 
 
 def pyright() -> str:

@@ -1,0 +1,271 @@
+"""``rlvr-gym serve``: OpenEnv's own client plays our envs over 127.0.0.1, and hostile clients
+get clear errors while the others keep being served."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import urllib.error
+import urllib.request
+
+import pytest
+
+pytest.importorskip("openenv.core", reason="needs rlvr-gym[openenv]")
+pytestmark = pytest.mark.slow  # a server (three envs, a sandbox pool) starts in ~12 s on 2 cores
+
+from openenv.core import GenericEnvClient  # noqa: E402
+
+from rlvr_gym import envs  # noqa: E402
+from rlvr_gym.backends.serve import ServeOptions, check_bind, running  # noqa: E402
+from rlvr_gym.error import InvalidArgument  # noqa: E402
+
+ARITH = {"train_size": 50, "max_operand": 9}
+
+
+@pytest.fixture(scope="module")
+def url():
+    with running(
+        ["arith", "gsm8k", "gsm8k-python"],
+        knobs={"arith": ARITH},
+        options=ServeOptions(max_body_bytes=2**20, max_batch_items=2000),
+    ) as base:
+        yield base
+
+
+def post(url: str, body: bytes | dict, headers: dict | None = None) -> tuple[int, dict]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(
+        url, data=data, headers={"content-type": "application/json", **(headers or {})}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def get(url: str, headers: dict | None = None) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, headers=headers or {}), timeout=30
+        ) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+# ----- OpenEnv's client plays an episode ------------------------------------------------------
+def test_openenv_client_plays_arith_and_gsm8k(url):
+    for name in ("arith", "gsm8k"):
+        local = envs.make(name, **(ARITH if name == "arith" else {}))
+        with GenericEnvClient(base_url=f"{url}/{name}").sync() as client:
+            first = client.reset(split="test", index=4)
+            task = local.tasks("test")[4]
+            assert first.observation["prompt"] == local.prompt(task) and not first.done
+            assert "task" not in first.observation  # the answer key stays on the server
+            right = client.step({"completion": local.reference_completion(task)})
+            assert right.done and right.reward == 1.0
+            assert right.observation["passed"] is True and right.observation["reason"] == "correct"
+
+            client.reset(split="test", index=4)
+            wrong = client.step({"message": {"role": "assistant", "content": "I am not sure."}})
+            assert wrong.observation["passed"] is False and wrong.observation["reason"] != "correct"
+            assert wrong.reward == wrong.observation["score"] < 1.0
+
+
+def test_openenv_client_plays_a_tool_env_turn_by_turn(url):
+    local = envs.make("gsm8k-python")
+    task = local.tasks("test")[0]
+    with GenericEnvClient(base_url=f"{url}/gsm8k-python-v0").sync() as client:
+        first = client.reset(split="test", index=0)
+        assert [tool["function"]["name"] for tool in first.observation["tools"]] == local.tool_names()
+        call = local.tool_call("run_python", code="print(6 * 7)")
+        turn = client.step({"message": call})
+        assert not turn.done and turn.reward is None
+        assert turn.observation["prompt"][-1] == {"role": "tool", "name": "run_python", "content": "42\n"}
+        final = client.step({"completion": local.reference_completion(task)})
+        assert final.done and final.reward == 1.0 and final.observation["reason"] == "correct"
+        with pytest.raises(RuntimeError, match="episode has ended"):
+            client.step({"completion": "again"})
+
+
+def test_a_group_shares_one_task_and_a_seed_poses_what_env_reset_does(url):
+    local = envs.make("arith", **ARITH)
+    expected = local.reset(seed=11)[1]["index"]
+    with (
+        GenericEnvClient(base_url=f"{url}/arith").sync() as a,
+        GenericEnvClient(base_url=f"{url}/arith").sync() as b,
+    ):
+        assert a.reset(seed=11).observation["index"] == b.reset(seed=11).observation["index"] == expected
+        assert (
+            a.reset(split="train", index=7).observation["prompt"]
+            == b.reset(split="train", index=7).observation["prompt"]
+        )
+
+
+def test_metadata_and_index_report_the_knobs(url):
+    status, meta = get(f"{url}/arith/metadata")
+    assert status == 200 and meta["name"] == "arith-v0"
+    assert '"max_operand": 9' in meta["description"] and '"train_size": 50' in meta["description"]
+    status, index = get(f"{url}/")
+    assert index["envs"]["arith-v0"]["settings"] == ARITH
+    assert index["envs"]["arith-v0"]["splits"]["train"] == 50  # the knob took effect
+    assert index["envs"]["gsm8k-python-v0"]["tool_env"] is True
+
+
+def test_bad_session_use_is_a_clear_error_and_the_session_goes_on(url):
+    with GenericEnvClient(base_url=f"{url}/arith").sync() as client:
+        with pytest.raises(RuntimeError, match="step before reset"):
+            client.step({"completion": "<answer>1</answer>"})
+        with pytest.raises(RuntimeError, match="out of range"):
+            client.reset(split="train", index=50)
+        with pytest.raises(RuntimeError, match="unknown reset fields"):
+            client.reset(index=1, temperature=2)
+        with pytest.raises(RuntimeError, match="exactly one of"):
+            client.step({"completion": "a", "message": {"content": "b"}})
+        assert client.reset(index=1).observation["index"] == 1  # still served
+
+
+# ----- the batch endpoint ---------------------------------------------------------------------
+def test_batch_scores_1000_items_in_order_with_none_for_bad_labels(url):
+    local = envs.make("gsm8k")
+    tasks = local.tasks("test")
+    n = 1000
+    completions = [local.reference_completion(tasks[i]) if i % 2 == 0 else "#### -1" for i in range(n)]
+    labels: list = [{"split": "test", "index": i} for i in range(n)]
+    labels[3], labels[5] = {"split": "test", "index": 10**6}, "seven"
+    status, body = post(f"{url}/gsm8k/score", {"completions": completions, "labels": labels})
+    assert status == 200 and len(body["rewards"]) == n
+    for i, (reward, verdict, error) in enumerate(
+        zip(body["rewards"], body["verdicts"], body["errors"], strict=True)
+    ):
+        if i in (3, 5):
+            assert reward is None and verdict is None and f"label {i}" in error
+        else:
+            assert error is None and reward == verdict["score"] == (1.0 if i % 2 == 0 else reward)
+            assert verdict["passed"] is (i % 2 == 0)
+
+
+def test_batch_takes_openrlhf_query_and_task_rows(url):
+    local = envs.make("arith", **ARITH)
+    task = local.tasks("train")[2]
+    prompt = "Q: what is it?\nA: "
+    status, body = post(
+        f"{url}/arith/score",
+        {
+            "query": [prompt + local.reference_completion(task)],
+            "prompts": [prompt],
+            "labels": [{"task": dict(task)}],
+        },
+    )
+    assert status == 200 and body["rewards"] == [1.0]
+
+
+@pytest.mark.parametrize(
+    ("payload", "status", "words"),
+    [
+        (b"{not json", 422, "JSON"),
+        ({"completions": ["a", "b"], "labels": [0]}, 422, "2 completions but 1 labels"),
+        ({"completions": ["a"], "query": ["a"], "labels": [0]}, 422, "exactly one"),
+        ({"completions": ["a"] * 2001, "labels": [0] * 2001}, 413, "at most 2000"),
+        ({"completions": ["x" * 1_100_000], "labels": [0]}, 413, "over 1048576 bytes"),
+        ({"labels": [0], "completions": ["a"], "extra": 1}, 422, "extra"),
+    ],
+)
+def test_batch_refuses_hostile_bodies_clearly(url, payload, status, words):
+    got, body = post(f"{url}/arith/score", payload)
+    assert got == status and words.lower() in json.dumps(body).lower()
+    assert post(f"{url}/arith/score", {"completions": ["<answer>1</answer>"], "labels": [0]})[0] == 200
+
+
+def test_unknown_env_names_the_served_ones(url):
+    status, body = post(f"{url}/nope/score", {"completions": [], "labels": []})
+    assert status == 404 and "arith-v0" in body["detail"] and "gsm8k-python-v0" in body["detail"]
+    with pytest.raises(ConnectionError), GenericEnvClient(base_url=f"{url}/nope").sync() as client:
+        client.reset()
+
+
+# ----- hostile clients while others play --------------------------------------------------------
+def test_oversized_ws_message_and_slow_client_do_not_stop_other_sessions(url):
+    host, port = url.removeprefix("http://").split(":")
+    slow = socket.create_connection((host, int(port)))
+    slow.sendall(b"POST /arith/score HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")  # and then nothing
+    try:
+        with GenericEnvClient(base_url=f"{url}/arith").sync() as big:
+            big.reset(index=0)
+            with pytest.raises(Exception):  # noqa: B017 - the server closes the socket (1009), the client raises
+                big.step({"completion": "x" * 1_100_000})
+        with GenericEnvClient(base_url=f"{url}/arith").sync() as other:
+            other.reset(index=0)
+            assert other.step({"completion": "<answer>0</answer>"}).done
+    finally:
+        slow.close()
+
+
+def test_a_session_flood_is_refused_with_capacity_reached():
+    async def play(base: str) -> list[str]:
+        clients = [GenericEnvClient(base_url=f"{base}/arith") for _ in range(4)]
+        outcomes = []
+        for client in clients:
+            try:
+                await client.reset(index=0)
+                outcomes.append("ok")
+            except RuntimeError as exc:
+                outcomes.append(str(exc))
+        for client in clients[:3]:
+            await client.step({"completion": "<answer>1</answer>"})
+            await client.close()
+        with contextlib.suppress(Exception):  # the server already closed the refused one
+            await clients[3].close()
+        again = GenericEnvClient(base_url=f"{base}/arith")  # the slots came back
+        outcomes.append("ok" if (await again.reset(index=0)) else "no")
+        await again.close()
+        return outcomes
+
+    with running(["arith"], knobs={"arith": ARITH}, options=ServeOptions(max_sessions=3)) as base:
+        outcomes = asyncio.run(play(base))
+    assert outcomes[:3] == ["ok"] * 3 and outcomes[4] == "ok"
+    assert "CAPACITY_REACHED" in outcomes[3]
+
+
+# ----- the wall: loopback by default, a token beyond ------------------------------------------------
+def test_a_non_loopback_bind_needs_a_token():
+    check_bind("127.0.0.1", None)
+    check_bind("::1", None)
+    with pytest.raises(InvalidArgument, match="give a token"):
+        check_bind("0.0.0.0", None)
+    with pytest.raises(InvalidArgument, match="at least 16"):
+        check_bind("0.0.0.0", "short")
+    check_bind("0.0.0.0", "a" * 32)
+
+
+def test_cli_refuses_a_public_bind_without_a_token(capsys, monkeypatch):
+    from rlvr_gym.trainers.cli import main
+
+    monkeypatch.delenv("RLVR_GYM_SERVE_TOKEN", raising=False)
+    assert main(["serve", "arith", "--host", "0.0.0.0"]) == 2
+    assert "give a token" in capsys.readouterr().err
+
+
+def test_knobs_come_from_the_command_line_per_env_or_for_all():
+    from rlvr_gym.trainers.serve_cmd import knobs_by_env
+
+    knobs = knobs_by_env(["arith", "gsm8k"], ["timeout=2", "arith:max_operand=9", "gsm8k:data_path=/x"])
+    assert knobs == {"arith": {"timeout": 2, "max_operand": 9}, "gsm8k": {"timeout": 2, "data_path": "/x"}}
+    with pytest.raises(InvalidArgument, match="not served"):
+        knobs_by_env(["arith"], ["mbpp:timeout=1"])
+
+
+def test_with_a_token_only_its_holders_are_served():
+    token = "t" * 24
+    with running(["arith"], knobs={"arith": ARITH}, token=token) as base:
+        assert get(f"{base}/health")[0] == 401
+        assert get(f"{base}/token/{'x' * 24}/health")[0] == 401
+        assert get(f"{base}/health", {"Authorization": f"Bearer {token}"}) == (200, {"status": "healthy"})
+        with pytest.raises(ConnectionError), GenericEnvClient(base_url=f"{base}/arith").sync() as client:
+            client.reset()
+        with GenericEnvClient(base_url=f"{base}/token/{token}/arith").sync() as client:
+            assert client.reset(index=3).observation["index"] == 3
+            assert client.step({"completion": "<answer>0</answer>"}).done
