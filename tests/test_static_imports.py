@@ -24,7 +24,8 @@ OPTIONAL = {
     "lm_eval",
     "reasoning_gym",
     "openenv",
-}  # extras the test command may not install: GPU only; bench-only [bench-ifeval]; [reasoning-gym]; [openenv]
+    "skyrl_gym",
+}  # extras the test command may not install: GPU only; bench-only [bench-ifeval]; [reasoning-gym]; [openenv]; [skyrl]
 
 
 def pyright() -> str:

@@ -19,13 +19,13 @@ hold). One bad item costs only itself: its reward is ``null`` with the reason in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from rlvr_gym.backends.task_labels import task_of
 from rlvr_gym.error import Error
-from rlvr_gym.verifiers import Task, completion_text, freeze
+from rlvr_gym.verifiers import Task, completion_text
 
 if TYPE_CHECKING:
     from rlvr_gym.backends.serve.app import ServeOptions
@@ -49,25 +49,6 @@ class ScoreResponse(BaseModel):
     scores: list[float | None]
     verdicts: list[dict[str, Any] | None]
     errors: list[str | None]
-
-
-def _task_of(hosted: HostedEnv, label: Any, split: str) -> Task:
-    """The task a label names; raises an :class:`Error` (or a builtin) with the reason."""
-    if isinstance(label, Mapping) and set(label) == {"task"}:
-        if not isinstance(label["task"], Mapping):
-            raise TypeError("'task' must be an object (a task row)")
-        return freeze(dict(label["task"]))
-    if isinstance(label, Mapping):
-        unknown = set(label) - {"split", "index"}
-        if unknown or "index" not in label:
-            raise ValueError("a label is an index, {'split', 'index'}, or {'task': {...}}")
-        split, label = label.get("split", split), label["index"]
-    if isinstance(label, bool) or not isinstance(label, int):
-        raise TypeError(f"a task index must be an integer, got {type(label).__name__}")
-    tasks = hosted.env.tasks(split)
-    if not 0 <= label < len(tasks):
-        raise IndexError(f"index {label} is out of range for split {split!r} ({len(tasks)} tasks)")
-    return tasks[label]
 
 
 def _completions(body: ScoreRequest) -> list[object]:
@@ -114,9 +95,9 @@ def score_router(hosted: HostedEnv, options: ServeOptions) -> Any:
         items: list[int] = []
         for i, label in enumerate(body.labels):
             try:
-                tasks.append(_task_of(hosted, label, split))
+                tasks.append(task_of(hosted.env, label, split))
                 items.append(i)
-            except (Error, ValueError, TypeError, IndexError) as exc:
+            except Error as exc:
                 errors[i] = f"label {i}: {exc}"
         verdicts: list[dict[str, Any] | None] = [None] * len(completions)
         if items:
