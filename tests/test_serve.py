@@ -123,8 +123,9 @@ def test_bad_session_use_is_a_clear_error_and_the_session_goes_on(url):
             client.reset(split="train", index=50)
         with pytest.raises(RuntimeError, match="unknown reset fields"):
             client.reset(index=1, temperature=2)
-        with pytest.raises(RuntimeError, match="exactly one of"):
-            client.step({"completion": "a", "message": {"content": "b"}})
+        for bad in ({}, {"completion": "a", "message": {"content": "b"}}, {"completion": 5}):
+            with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
+                client.step(bad)
         assert client.reset(index=1).observation["index"] == 1  # still served
 
 

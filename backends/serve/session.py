@@ -29,7 +29,7 @@ from typing import Any
 
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from rlvr_gym.backends.scoring import Scorer
 from rlvr_gym.backends.serve.batching import Batcher
@@ -42,22 +42,16 @@ UNSCORED = "unscored"
 
 
 class EnvAction(Action):
-    """One turn: the completion text, or the assistant message (tool envs: with ``tool_calls``)."""
+    """One turn: the completion text, or the assistant message (tool envs: with ``tool_calls``).
 
-    completion: str | None = Field(default=None, description="the model's completion text")
-    message: dict[str, Any] | None = Field(
-        default=None, description="an assistant message: {'content': ..., 'tool_calls': [...]}"
+    One required field, so clients that fill a single-field action from a model's raw reply
+    (verifiers' OpenEnv taskset does) can; ``message`` is accepted as its other name.
+    """
+
+    completion: str | dict[str, Any] = Field(
+        validation_alias=AliasChoices("completion", "message"),
+        description="the completion text, or an assistant message {'content': ..., 'tool_calls': [...]}",
     )
-
-    def payload(self) -> object:
-        """The completion text or the message; exactly one must be given. (Checked here, not in
-        a pydantic validator: OpenEnv's WebSocket handler cannot serialise a validator's
-        exception and would end the session instead of answering.)"""
-        if (self.completion is None) == (self.message is None):
-            raise InvalidArgument(
-                "give exactly one of 'completion' (text) or 'message' (an assistant message)"
-            )
-        return self.completion if self.completion is not None else self.message
 
 
 class EnvObservation(Observation):
@@ -186,7 +180,7 @@ class ServedEnv(Environment):
             action = EnvAction.model_validate(
                 action.model_dump() if hasattr(action, "model_dump") else action
             )
-        payload = action.payload()
+        payload = action.completion
         async with self._lock:  # one turn at a time per session, even if a client pipelines
             if self._where is None:
                 raise EnvStateError("step before reset: send a reset first (it poses the task)")
