@@ -270,3 +270,38 @@ def test_with_a_token_only_its_holders_are_served():
         with GenericEnvClient(base_url=f"{base}/token/{token}/arith").sync() as client:
             assert client.reset(index=3).observation["index"] == 3
             assert client.step({"completion": "<answer>0</answer>"}).done
+
+
+PARSE_WITH_VERIFIERS = """
+import json, sys, urllib.request
+from verifiers.v1.tasksets.openenv.taskset import parse_action
+schema = json.load(urllib.request.urlopen(sys.argv[1] + "/schema"))["action"]
+print(json.dumps(parse_action(sys.argv[2], schema)))
+"""
+
+
+def test_verifiers_openenv_taskset_turns_a_raw_reply_into_our_action(url, tmp_path):
+    """PrimeIntellect verifiers 0.4 reaches OpenEnv servers through its ``openenv`` taskset, which
+    reads the action schema from ``/schema`` and wraps a raw model reply into the one required
+    field. Only this piece of verifiers runs here (its eval loop launches harness programs with
+    ``uv``). In a clean interpreter: in this repo, ``import verifiers`` finds our own folder."""
+    import subprocess
+    import sys
+
+    if subprocess.run([sys.executable, "-I", "-c", "import verifiers.v1"], cwd=tmp_path).returncode:
+        pytest.skip("needs verifiers==0.4.0")
+    local = envs.make("arith", **ARITH)
+    reply = local.reference_completion(local.tasks("test")[1])
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", PARSE_WITH_VERIFIERS, f"{url}/arith", reply],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    action = json.loads(run.stdout)
+    assert action == {"completion": reply}
+    with GenericEnvClient(base_url=f"{url}/arith").sync() as client:
+        client.reset(split="test", index=1)
+        assert client.step(action).observation["passed"] is True
