@@ -2,8 +2,8 @@
 
 Starts the server as a subprocess (``python -m rlvr_gym.trainers.cli serve ...``), then per env:
 
-* **sessions**: ``--sessions`` concurrent OpenEnv WebSocket sessions (``GenericEnvClient``, one
-  asyncio loop), each ``reset(split, index)`` then one ``step`` — half the oracle's completion,
+* **sessions**: ``--sessions`` OpenEnv WebSocket sessions (``GenericEnvClient``, one asyncio
+  loop), all open at once or ``--concurrency`` at a time (a steady load), each ``reset(split, index)`` then one ``step`` — half the oracle's completion,
   half a wrong one; every answer is checked (its index, its verdict) so a lost, duplicated or
   crossed verdict is counted;
 * **batch**: one ``POST /ID/score`` of ``--batch`` items, checked the same way;
@@ -64,13 +64,20 @@ def cases(env_id: str, n: int, split: str) -> list[tuple[int, str, bool]]:
     return out
 
 
-async def sessions(url: str, work: list[tuple[int, str, bool]], split: str) -> dict[str, Any]:
+async def sessions(
+    url: str, work: list[tuple[int, str, bool]], split: str, concurrency: int | None = None
+) -> dict[str, Any]:
     from openenv.core import GenericEnvClient
 
     latencies: list[float] = []
     problems: list[str] = []
+    gate = asyncio.Semaphore(concurrency or len(work))
 
     async def one(i: int, index: int, completion: str, good: bool) -> None:
+        async with gate:
+            await play(i, index, completion, good)
+
+    async def play(i: int, index: int, completion: str, good: bool) -> None:
         client = GenericEnvClient(base_url=url, message_timeout_s=600)
         start = time.perf_counter()
         try:
@@ -92,6 +99,7 @@ async def sessions(url: str, work: list[tuple[int, str, bool]], split: str) -> d
     await asyncio.gather(*(one(i, *case) for i, case in enumerate(work)))
     wall = time.perf_counter() - start
     return {
+        "concurrency": concurrency or len(work),
         "rollouts": len(work),
         "answered": len(latencies),
         "problems": len(problems),
@@ -134,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--envs", nargs="+", default=["arith", "gsm8k", "humaneval"])
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument(
+        "--concurrency", type=int, default=None, help="sessions open at once (default: all of them at once)"
+    )
     parser.add_argument("--split", default="test")
     parser.add_argument("--scoring", default="local", choices=["local", "ray"])
     parser.add_argument("--json", default=None, help="write the results here too")
@@ -163,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             work = cases(env_id, max(args.sessions, args.batch), args.split)
             url = f"{base}/{env_id}"
             row = {
-                "sessions": asyncio.run(sessions(url, work[: args.sessions], args.split)),
+                "sessions": asyncio.run(sessions(url, work[: args.sessions], args.split, args.concurrency)),
                 "batch": batch(url, work[: args.batch], args.split),
                 "server_memory_mib": rss_mib(server.pid),
             }

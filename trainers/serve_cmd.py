@@ -67,6 +67,12 @@ def add_serve_args(parser: argparse.ArgumentParser) -> None:
         default=defaults.score_timeout_s,
         help="budget of one scoring batch; items past it are unscored, never zeroed (default %(default)s s)",
     )
+    parser.add_argument(
+        "--verdict-log",
+        default=None,
+        metavar="FILE",
+        help="append every answered verdict to FILE (JSON lines), on disk before the answer is sent",
+    )
 
 
 def knobs_by_env(ids: Sequence[str], pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -99,6 +105,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         score_timeout_s=args.score_timeout_s,
         scoring=args.scoring,
         ray_address=args.ray_address,
+        verdict_log=args.verdict_log,
     )
     token = args.token if args.token is not None else os.environ.get(TOKEN_VARIABLE) or None
     serve(

@@ -25,6 +25,7 @@ from rlvr_gym import envs
 from rlvr_gym.backends.scoring import Scorer, make_scorer
 from rlvr_gym.backends.serve.batching import Batcher
 from rlvr_gym.backends.serve.guard import Guard
+from rlvr_gym.backends.serve.journal import Journal
 from rlvr_gym.error import Error, InvalidArgument, NotAvailable
 
 if TYPE_CHECKING:  # the session module imports OpenEnv: loaded once a server is built
@@ -53,6 +54,8 @@ class ServeOptions:
     """Threads that play tool envs' turns (their tool calls run in the sandbox)."""
     scoring: str = "local"
     ray_address: str | None = None
+    verdict_log: str | None = None
+    """A file that gets every answered verdict, on disk before the answer is sent (:mod:`.journal`)."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -157,8 +160,10 @@ def create_server(
 
     hosted: dict[str, HostedEnv] = {}
     aliases: dict[str, HostedEnv] = {}
+    journal = Journal(options.verdict_log) if options.verdict_log else None
     for name in env_ids:
         one = host_env(name, knobs.get(name, {}), options)
+        one.journal = journal
         if one.env_id in hosted:
             raise InvalidArgument(f"{name!r} is {one.env_id!r}, named twice")
         hosted[one.env_id] = aliases[name] = one
@@ -178,6 +183,8 @@ def create_server(
                 for one in hosted.values():
                     await one.batcher.aclose()
                     one.close()
+                if journal is not None:
+                    journal.close()
 
     root = FastAPI(title="rlvr-gym serve", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
 

@@ -19,6 +19,7 @@ hold). One bad item costs only itself: its reward is ``null`` with the reason in
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -102,6 +103,12 @@ def score_router(hosted: HostedEnv, options: ServeOptions) -> Any:
         verdicts: list[dict[str, Any] | None] = [None] * len(completions)
         if items:
             scored = await hosted.batcher.score([completions[i] for i in items], tasks)
+            if hosted.journal is not None:
+                request = str(uuid.uuid4())
+                await hosted.journal.awrite(
+                    {"env": hosted.env_id, "request": request, "item": i, "verdict": v and v.to_dict()}
+                    for i, v in zip(items, scored, strict=True)
+                )
             for i, verdict in zip(items, scored, strict=True):
                 if verdict is None:
                     errors[i] = f"item {i}: unscored (the scoring budget ran out)"

@@ -33,6 +33,7 @@ from pydantic import AliasChoices, Field
 
 from rlvr_gym.backends.scoring import Scorer
 from rlvr_gym.backends.serve.batching import Batcher
+from rlvr_gym.backends.serve.journal import Journal
 from rlvr_gym.envs import EnvStateError, MultiTurnEnv, SingleTurnEnv
 from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers import Verdict
@@ -85,6 +86,13 @@ class HostedEnv:
     tool_pool: ThreadPoolExecutor | None = None
     tools: list[dict[str, Any]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    journal: Journal | None = None
+
+    async def record(self, split: str, index: int, verdict: Verdict | None, **where: Any) -> None:
+        """Put an answered verdict in the journal (when there is one) before it is sent."""
+        if self.journal is not None:
+            entry = {"env": self.env_id, "split": split, "index": index, **where}
+            await self.journal.awrite([{**entry, "verdict": None if verdict is None else verdict.to_dict()}])
 
     @property
     def is_tool_env(self) -> bool:
@@ -198,6 +206,7 @@ class ServedEnv(Environment):
         task = self.hosted.env.tasks(split)[index]
         (verdict,) = await self.hosted.batcher.score([completion], [task])
         self._done = True
+        await self.hosted.record(split, index, verdict, episode=self._episode)
         fields = _verdict_fields(verdict)
         return EnvObservation(
             env_id=self.hosted.env_id,
@@ -219,6 +228,7 @@ class ServedEnv(Environment):
         fields: dict[str, Any] = {"reward": None}
         if self._done:
             fields = _verdict_fields(info.get("verdict"))
+            await self.hosted.record(split, index, info.get("verdict"), episode=self._episode)
         return EnvObservation(
             env_id=self.hosted.env_id,
             split=split,
