@@ -364,3 +364,34 @@ def test_a_killed_server_loses_no_answered_verdict(tmp_path):
     logged = {record["episode"] for record in read_journal(journal)}
     print(f"answered {len(answered)} of 440; journal {len(logged)}")
     assert len(answered) >= 40 and set(answered) <= logged
+
+
+def test_an_idle_session_is_reaped_and_its_slot_freed():
+    """OpenEnv's reaper runs on mounted env apps too (the root's lifespan starts it): a client that
+    goes silent loses its slot after --session-timeout-s, and the slot serves someone else.
+    (OpenEnv frees the slot but leaves the idle client's socket open.)"""
+
+    async def play(base: str) -> tuple[str, bool]:
+        idle = GenericEnvClient(base_url=f"{base}/arith")
+        await idle.reset(index=0)
+        early = GenericEnvClient(base_url=f"{base}/arith")
+        try:
+            await early.reset(index=1)
+            refused = "served"
+        except RuntimeError as exc:
+            refused = str(exc)
+        with contextlib.suppress(Exception):
+            await early.close()
+        await asyncio.sleep(7.5)  # the reaper looks every max(timeout / 4, 5) s
+        fresh = GenericEnvClient(base_url=f"{base}/arith")
+        await fresh.reset(index=1)
+        done = (await fresh.step({"completion": "<answer>1</answer>"})).done
+        for client in (fresh, idle):
+            with contextlib.suppress(Exception):
+                await client.close()
+        return refused, done
+
+    options = ServeOptions(max_sessions=1, session_timeout_s=1.0)
+    with running(["arith"], knobs={"arith": ARITH}, options=options) as base:
+        refused, done = asyncio.run(play(base))
+    assert "CAPACITY_REACHED" in refused and done
