@@ -153,6 +153,17 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     command = [sys.executable, "-m", "rlvr_gym.trainers.cli", "serve", *args.envs, "--port", str(port)]
     command += ["--scoring", args.scoring, "--max-sessions", str(max(1024, args.sessions))]
+    cluster = None
+    if args.scoring == "ray":  # a loopback cluster on this host: a head with no CPUs, one 2-CPU node
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # nodes and driver on 127.0.0.1
+        from ray.cluster_utils import Cluster
+
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={"node_ip_address": "127.0.0.1", "num_cpus": 0, "include_dashboard": False},
+        )
+        cluster.add_node(node_ip_address="127.0.0.1", num_cpus=2)
+        command += ["--ray-address", cluster.address]
     server = subprocess.Popen(command, env={**os.environ})
     base = f"http://127.0.0.1:{port}"
     try:
@@ -183,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.terminate()
         server.wait(60)
+        if cluster is not None:
+            cluster.shutdown()
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0

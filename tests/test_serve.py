@@ -395,3 +395,17 @@ def test_an_idle_session_is_reaped_and_its_slot_freed():
     with running(["arith"], knobs={"arith": ARITH}, options=options) as base:
         refused, done = asyncio.run(play(base))
     assert "CAPACITY_REACHED" in refused and done
+
+
+def test_openenv_http_routes_answer_hostile_requests_clearly(url):
+    """OpenEnv's stateless HTTP /reset and /step (a fresh env per request) on our envs."""
+    status, body = post(f"{url}/arith/reset", {"index": 3})
+    assert status == 200 and body["observation"]["index"] == 3 and body["done"] is False
+    status, body = post(f"{url}/arith/step", {"action": {"completion": "<answer>1</answer>"}})
+    assert status == 409 and "step before reset" in body["detail"]  # HTTP has no session to step
+    status, body = post(f"{url}/arith/reset", {"index": "three"})
+    assert status == 409 and "must be an int" in body["detail"]
+    assert post(f"{url}/arith/reset", b"{oops")[0] == 422
+    assert post(f"{url}/arith/step", {"action": {"nothing": 1}})[0] == 422
+    status, schema = get(f"{url}/gsm8k-python/schema")
+    assert status == 200 and "tools" in schema["observation"]["properties"]
