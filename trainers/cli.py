@@ -504,6 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="serve envs over OpenEnv's protocol (pip install 'rlvr-gym[openenv]')")
     add_serve_args(p)
+    add_import_arg(p)
     p.set_defaults(run=cmd_serve)
 
     p = sub.add_parser("report", help="PNG plots and an HTML page of a training run")
