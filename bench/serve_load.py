@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     command = [sys.executable, "-m", "rlvr_gym.trainers.cli", "serve", *args.envs, "--port", str(port)]
     command += ["--scoring", args.scoring, "--max-sessions", str(max(1024, args.sessions))]
     cluster = None
-    if args.scoring == "ray":  # a loopback cluster on this host: a head with no CPUs, one 2-CPU node
+    if args.scoring == "ray":  # a loopback cluster on this host: a head with no CPUs, one node of 2 CPUs per env
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # nodes and driver on 127.0.0.1
         from ray.cluster_utils import Cluster
 
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             initialize_head=True,
             head_node_args={"node_ip_address": "127.0.0.1", "num_cpus": 0, "include_dashboard": False},
         )
-        cluster.add_node(node_ip_address="127.0.0.1", num_cpus=2)
+        cluster.add_node(node_ip_address="127.0.0.1", num_cpus=2 * len(args.envs))
         command += ["--ray-address", cluster.address]
     server = subprocess.Popen(command, env={**os.environ})
     base = f"http://127.0.0.1:{port}"
