@@ -206,6 +206,12 @@ def test_oversized_ws_message_and_slow_client_do_not_stop_other_sessions(url):
         slow.close()
 
 
+def refused_for_capacity(outcome: str) -> bool:
+    """The server answers a session past the cap with CAPACITY_REACHED and closes it; OpenEnv's
+    client reports the error frame, or (when the close wins the race on a loaded machine) the close."""
+    return "CAPACITY_REACHED" in outcome or outcome.startswith("ConnectionClosed")
+
+
 def test_a_session_flood_is_refused_with_capacity_reached():
     async def play(base: str) -> list[str]:
         clients = [GenericEnvClient(base_url=f"{base}/arith") for _ in range(4)]
@@ -214,8 +220,8 @@ def test_a_session_flood_is_refused_with_capacity_reached():
             try:
                 await client.reset(index=0)
                 outcomes.append("ok")
-            except RuntimeError as exc:
-                outcomes.append(str(exc))
+            except Exception as exc:  # noqa: BLE001 - the error frame, or the close that follows it
+                outcomes.append(f"{type(exc).__name__}: {exc}")
         for client in clients[:3]:
             await client.step({"completion": "<answer>1</answer>"})
             await client.close()
@@ -229,7 +235,7 @@ def test_a_session_flood_is_refused_with_capacity_reached():
     with running(["arith"], knobs={"arith": ARITH}, options=ServeOptions(max_sessions=3)) as base:
         outcomes = asyncio.run(play(base))
     assert outcomes[:3] == ["ok"] * 3 and outcomes[4] == "ok"
-    assert "CAPACITY_REACHED" in outcomes[3]
+    assert refused_for_capacity(outcomes[3])
 
 
 # ----- the wall: loopback by default, a token beyond ------------------------------------------------
@@ -378,8 +384,8 @@ def test_an_idle_session_is_reaped_and_its_slot_freed():
         try:
             await early.reset(index=1)
             refused = "served"
-        except RuntimeError as exc:
-            refused = str(exc)
+        except Exception as exc:  # noqa: BLE001 - the error frame, or the close that follows it
+            refused = f"{type(exc).__name__}: {exc}"
         with contextlib.suppress(Exception):
             await early.close()
         await asyncio.sleep(7.5)  # the reaper looks every max(timeout / 4, 5) s
@@ -394,7 +400,7 @@ def test_an_idle_session_is_reaped_and_its_slot_freed():
     options = ServeOptions(max_sessions=1, session_timeout_s=1.0)
     with running(["arith"], knobs={"arith": ARITH}, options=options) as base:
         refused, done = asyncio.run(play(base))
-    assert "CAPACITY_REACHED" in refused and done
+    assert refused_for_capacity(refused) and done
 
 
 def test_openenv_http_routes_answer_hostile_requests_clearly(url):
