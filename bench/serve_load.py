@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     command = [sys.executable, "-m", "rlvr_gym.trainers.cli", "serve", *args.envs, "--port", str(port)]
     command += ["--scoring", args.scoring, "--max-sessions", str(max(1024, args.sessions))]
     cluster = None
-    if args.scoring == "ray":  # a loopback cluster on this host: a head with no CPUs, one node of 2 CPUs per env
+    if args.scoring == "ray":  # a loopback cluster here: a head with no CPUs, a node of 2 CPUs per env
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # nodes and driver on 127.0.0.1
         from ray.cluster_utils import Cluster
 
