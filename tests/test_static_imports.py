@@ -23,7 +23,9 @@ OPTIONAL = {
     "vllm",
     "lm_eval",
     "reasoning_gym",
-}  # extras the test command may not install: GPU only; bench-only [bench-ifeval]; [reasoning-gym]
+    "openenv",
+    "skyrl_gym",
+}  # extras the test command may not install: GPU only; bench-only [bench-ifeval]; [reasoning-gym]; [openenv]; [skyrl]
 
 
 def pyright() -> str:

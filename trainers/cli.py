@@ -21,6 +21,7 @@ from rlvr_gym.trainers.evaluate import evaluate
 from rlvr_gym.trainers.flags import add_flags, default_of, flags_given, given, parse_env_args
 from rlvr_gym.trainers.openai_engine import OpenAISampler
 from rlvr_gym.trainers.parser import Parser
+from rlvr_gym.trainers.serve_cmd import add_serve_args, cmd_serve
 
 EXIT_ERROR = 2
 OPENAI = "openai."
@@ -525,6 +526,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_scoring_args(p)
     add_import_arg(p)
     p.set_defaults(run=cmd_eval)
+
+    p = sub.add_parser("serve", help="serve envs over OpenEnv's protocol (pip install 'rlvr-gym[openenv]')")
+    add_serve_args(p)
+    add_import_arg(p)
+    p.set_defaults(run=cmd_serve)
 
     p = sub.add_parser("report", help="PNG plots and an HTML page of a training run")
     p.add_argument("run_dir", metavar="RUN_DIR")

@@ -1,0 +1,161 @@
+"""Adapters into peers' frameworks, each driven by the peer's own package.
+
+skyrl-gym runs here (``pip install skyrl-gym==0.4.0``). verl pins transformers < 5.11, so its test
+runs verl's own custom-reward-function loader in verl's venv: set ``RLVR_GYM_VERL_PYTHON`` to that
+venv's python (``bench/peer_venvs.sh`` builds one)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlvr_gym import envs
+from rlvr_gym.backends.task_labels import label_of, locate, task_of
+from rlvr_gym.error import Error
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_labels_name_tasks_or_say_what_is_wrong():
+    env = envs.make("arith", train_size=20)
+    assert task_of(env, 3) == env.tasks("train")[3]
+    assert task_of(env, json.dumps(label_of("test", 4))) == env.tasks("test")[4]
+    assert locate(env, {"task": {"a": 1}}) is None and task_of(env, {"task": {"a": 1}}) == {"a": 1}
+    for bad, words in [
+        (20, "out of range"),
+        ("{", "must be JSON"),
+        ({"index": 1, "answer": 5}, "a label is"),
+        (True, "integer"),
+        ({"split": "dev", "index": 0}, "unknown split"),
+        ("x" * 1_000_001, "over"),
+    ]:
+        with pytest.raises(Error, match=words):
+            task_of(env, bad)
+
+
+# ----- skyrl-gym ----------------------------------------------------------------------------
+@pytest.mark.slow
+def test_skyrl_gym_makes_and_plays_a_single_step_env():
+    skyrl_gym = pytest.importorskip("skyrl_gym", reason="needs skyrl-gym==0.4.0")
+    from skyrl_gym.envs.base_text_env import BaseTextEnv
+
+    from rlvr_gym.backends.peers.skyrl_env import ENV_CLASS, register
+
+    register()
+    register()  # twice is fine
+    local = envs.make("gsm8k")
+    task = local.tasks("test")[2]
+    extras = {"reward_spec": {"method": "rule", "ground_truth": label_of("test", 2)}}
+    for completion, reward in [(local.reference_completion(task), 1.0), ("#### -3", None)]:
+        env = skyrl_gym.make(ENV_CLASS, env_config={"env_id": "gsm8k"}, extras=extras)
+        assert isinstance(env, BaseTextEnv)
+        prompt, _ = env.init([])
+        assert prompt == local.prompt(task)
+        out = env.step(completion)
+        assert out["done"] and out["observations"] == []
+        assert out["metadata"]["verdict"]["passed"] is (reward == 1.0)
+        assert out["reward"] == (reward if reward is not None else out["metadata"]["verdict"]["score"]) < 1.01
+        with pytest.raises(Error, match="ended"):
+            env.step(completion)
+
+
+@pytest.mark.slow
+def test_skyrl_gym_plays_a_tool_env_turn_by_turn():
+    skyrl_gym = pytest.importorskip("skyrl_gym", reason="needs skyrl-gym==0.4.0")
+    from rlvr_gym.backends.peers.skyrl_env import ENV_CLASS, register
+
+    register()
+    local = envs.make("gsm8k-python")
+    task = local.tasks("train")[5]
+    env = skyrl_gym.make(
+        ENV_CLASS,
+        env_config={"env_id": "gsm8k-python", "env_kwargs": {"max_turns": 3}},
+        extras={"reward_spec": {"ground_truth": json.dumps(label_of("train", 5))}},
+    )
+    prompt, meta = env.init([{"role": "user", "content": "the row's prompt"}])
+    assert prompt == [{"role": "user", "content": "the row's prompt"}]
+    assert [t["function"]["name"] for t in meta["tools"]] == local.tool_names()
+    call = '<tool_call>{"name": "run_python", "arguments": {"code": "print(6 * 7)"}}</tool_call>'
+    out = env.step(call)
+    assert not out["done"] and out["reward"] == 0.0
+    assert out["observations"] == [{"role": "tool", "name": "run_python", "content": "42\n"}]
+    out = env.step(local.reference_completion(task))
+    assert out["done"] and out["reward"] == 1.0 and out["metadata"]["verdict"]["reason"] == "correct"
+
+
+def test_skyrl_gym_refuses_a_row_without_a_label():
+    skyrl_gym = pytest.importorskip("skyrl_gym", reason="needs skyrl-gym==0.4.0")
+    from rlvr_gym.backends.peers.skyrl_env import ENV_CLASS, register
+
+    register()
+    with pytest.raises(Error, match="task label"):
+        skyrl_gym.make(ENV_CLASS, env_config={"env_id": "arith"}, extras={})
+    with pytest.raises(Error, match="give the env"):
+        skyrl_gym.make(ENV_CLASS, env_config={}, extras={"reward_spec": {"ground_truth": 0}})
+
+
+# ----- verl ------------------------------------------------------------------------------------
+VERL_SCRIPT = r"""
+import json, sys
+from omegaconf import OmegaConf
+from verl.trainer.ppo.reward import get_custom_reward_fn
+import verl
+
+path, cases = sys.argv[1], json.loads(sys.argv[2])
+config = OmegaConf.create({"reward": {"custom_reward_function": {
+    "path": path, "name": "compute_score", "reward_kwargs": {"env_kwargs": {"timeout": 5.0}}}}})
+fn = get_custom_reward_fn(config)
+out = [fn(data_source=c["data_source"], solution_str=c["solution"], ground_truth=c["ground_truth"],
+          extra_info=c["extra_info"]) for c in cases]
+print(json.dumps({"verl": verl.__version__, "results": out}))
+"""
+
+
+@pytest.mark.slow
+def test_verl_loads_compute_score_with_its_own_loader(tmp_path):
+    python = os.environ.get("RLVR_GYM_VERL_PYTHON")
+    if not python:
+        pytest.skip("set RLVR_GYM_VERL_PYTHON to a venv's python with verl==0.9.1 (bench/peer_venvs.sh)")
+    from rlvr_gym.backends.peers import verl_reward
+
+    local = envs.make("gsm8k")
+    rows = verl_reward.verl_rows(local, "test", limit=3)
+    tasks = local.tasks("test")
+    cases = [
+        {**rows[0], "solution": local.reference_completion(tasks[0])},
+        {**rows[1], "solution": "#### -1"},
+        {**rows[2], "solution": "", "ground_truth": json.dumps(rows[2]["reward_model"]["ground_truth"])},
+    ]
+    cases = [
+        {
+            "data_source": c["data_source"],
+            "solution": c["solution"],
+            "ground_truth": c.get("ground_truth", c["reward_model"]["ground_truth"]),
+            "extra_info": c["extra_info"],
+        }
+        for c in cases
+    ]
+    run = subprocess.run(
+        [python, "-c", VERL_SCRIPT, verl_reward.__file__, json.dumps(cases)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "RLVR_GYM_DATA_DIR": os.environ.get("RLVR_GYM_DATA_DIR", "")},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["verl"].startswith("0.9")
+    scores = [r["score"] for r in report["results"]]
+    assert scores[0] == 1.0 and report["results"][0]["acc"] is True
+    assert scores[1] < 1.0 and report["results"][1]["reason"] == "wrong_answer"
+    assert report["results"][2]["acc"] is False and report["results"][2]["reason"] in (
+        "no_answer",
+        "bad_format",
+    )
+    assert sys.executable != python  # verl ran in its own interpreter, not ours
