@@ -202,11 +202,11 @@ def language_sentences(language: str) -> list[str]:
     return _SENTENCE_END.split(LANGUAGE_TEXT[language])
 
 
-def _other(count: int, language: str, topic: str | None) -> list[str]:
-    """``count`` sentences of ``language`` (distinct until :data:`LANGUAGE_TEXT` runs out),
-    the first led by the topic word."""
+def _other(count: int, language: str, topic: str | None, start: int = 0) -> list[str]:
+    """``count`` sentences of ``language`` from the ``start``-th (distinct until
+    :data:`LANGUAGE_TEXT` runs out), the first led by the topic word."""
     units = language_sentences(language)
-    out = [units[n % len(units)] for n in range(count)]
+    out = [units[(start + n) % len(units)] for n in range(count)]
     if topic:
         out[0] = f"{topic.capitalize()}: {out[0]}"
     return out
@@ -222,12 +222,31 @@ def _groups(items: list[str], count: int) -> list[str]:
     return out
 
 
+def _layout(kw: Mapping[str, Mapping[str, Any]], body: list[str]) -> str:
+    """``body`` in the paragraphs or sections asked for (one paragraph otherwise)."""
+    if (k := kw.get("length_constraints:number_paragraphs")) is not None:
+        return "\n\n***\n\n".join(_groups(body, int(k["num_paragraphs"])))
+    if (k := kw.get("length_constraints:nth_paragraph_first_word")) is not None:
+        groups = _groups(body, int(k["num_paragraphs"]))
+        nth = int(k["nth_paragraph"]) - 1
+        if nth < len(groups):
+            groups[nth] = f"{str(k['first_word']).capitalize()} {groups[nth]}"
+        return "\n\n".join(groups)
+    if (k := kw.get("detectable_format:multiple_sections")) is not None:
+        groups = _groups(body, int(k["num_sections"]))
+        return "\n\n".join(f"{k['section_spliter']} {n}\n{g}" for n, g in enumerate(groups, 1))
+    return " ".join(body)
+
+
 def _build(
     kws: list[tuple[str, Mapping[str, Any]]],
     sentences: list[str],
+    second: list[str],
     slots: Mapping[str, Sequence[str]],
     english: bool,
 ) -> str:
+    """``sentences`` (and ``second``, a second response's, where two are asked for) decorated,
+    laid out and cased for every instruction."""
     kw: dict[str, Mapping[str, Any]] = {}
     for name, value in kws:
         kw.setdefault(name, value)
@@ -249,27 +268,18 @@ def _build(
         body += [f"*{n}*" for n in range(1, count + 1)]
     if "detectable_format:constrained_response" in kw:
         body.append("My answer is yes.")
-    if (k := kw.get("length_constraints:number_paragraphs")) is not None:
-        text = "\n\n***\n\n".join(_groups(body, int(k["num_paragraphs"])))
-    elif (k := kw.get("length_constraints:nth_paragraph_first_word")) is not None:
-        groups = _groups(body, int(k["num_paragraphs"]))
-        nth = int(k["nth_paragraph"]) - 1
-        if nth < len(groups):
-            groups[nth] = f"{str(k['first_word']).capitalize()} {groups[nth]}"
-        text = "\n\n".join(groups)
-    elif (k := kw.get("detectable_format:multiple_sections")) is not None:
-        groups = _groups(body, int(k["num_sections"]))
-        text = "\n\n".join(f"{k['section_spliter']} {n}\n{g}" for n, g in enumerate(groups, 1))
-    elif "combination:two_responses" in kw and len(body) > 1:
-        half = max(1, len(body) // 2)
-        first, second = " ".join(body[:half]), " ".join(body[half:]) or "Another one."
-        if first == second:
-            second += " Again."
-        text = f"{first}\n******\n{second}"
+    layouts = ("length_constraints:number_paragraphs", "length_constraints:nth_paragraph_first_word")
+    if (
+        "combination:two_responses" in kw
+        and len(body) > 1
+        and not any(name in kw for name in (*layouts, "detectable_format:multiple_sections"))
+    ):
+        half = len(body) // 2
+        text = f"{' '.join(body[:half])}\n******\n{' '.join(body[half:])}"
     else:
-        text = " ".join(body)
-    if "combination:two_responses" in kw and "\n******\n" not in text:  # the layout, twice
-        text = f"{text}\n******\n{text} Again."
+        text = _layout(kw, body)
+        if "combination:two_responses" in kw:  # the layout twice, the second over other sentences
+            text = f"{text}\n******\n{_layout(kw, list(second))}"
     if (k := kw.get("detectable_format:number_bullet_lists")) is not None:  # one block, at the end
         bullets = _english(int(k["num_bullets"]), 1, slots, _Marks(), start=500)
         text += "\n" + "\n".join(f"* {line}" for line in bullets)
@@ -352,9 +362,11 @@ def compose(
                 size = max(count, math.ceil(target / 9))
             if english:
                 sentences = _english(size, length, slots, marks)
+                second = _english(size, length, slots, _Marks(), start=len(sentences) * 9 + 7)
             else:
                 sentences = _other(size, language, named[0] if named else None)
-            text = _build(kws, sentences, slots, english)
+                second = _other(size, language, None, start=size)
+            text = _build(kws, sentences, second, slots, english)
             if all(check(name, kw, text, prompt) for name, kw in kws) and (accept is None or accept(text)):
                 return text
     return None

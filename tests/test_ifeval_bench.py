@@ -126,6 +126,16 @@ def test_composed_references_pass_the_substance_gate(bench):
         assert substance_problem(text, task) is None
 
 
+def test_two_responses_laid_out_in_sections_are_two_texts(bench):
+    """IFEval 3324: two itineraries of seven "Day" sections each. The second was the first again
+    (plus "Again."): half its trigrams repeated, one step from the gate's "filler"."""
+    task = next(t for t in bench.tasks("train") if t["key"] == 3324)
+    text = compose(task["prompt"], task["instructions"], topic=task["topic"])
+    first, second = text.split("\n******\n")
+    assert set(first.split(".")) & set(second.split(".")) <= {""}
+    assert bench.verify(text, task).passed
+
+
 def test_hub_none_padding_is_dropped(tmp_path):
     """The hub's google/IFEval pads every kwargs dict with all keyword names, None where unused."""
     padded = {"num_highlights": None, "relation": "at least", "num_words": 20, "keywords": None}
