@@ -10,10 +10,12 @@ from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 from rlvr_gym import envs
 from rlvr_gym.envs.audit import audit
 from rlvr_gym.envs.data import BadDataRow
-from rlvr_gym.envs.ifeval_responses import LANGUAGE_TEXT, compose
+from rlvr_gym.envs.ifeval_responses import LANGUAGE_TEXT, compose, language_sentences
 from rlvr_gym.trainers.evaluate import evaluate
 from rlvr_gym.verifiers.ifeval import InstructionsFollowed
 from rlvr_gym.verifiers.instructions import detect_language
+from rlvr_gym.verifiers.substance import substance_problem
+from rlvr_gym.verifiers.verdict import Verdict
 
 # IFEval's row 2069 lists one id twice: "at least 100 words" and "less than 121 words" (with topic
 # words, so the substance gate lets a real answer through to the instructions).
@@ -39,22 +41,29 @@ def bench():
 
 
 def test_an_instruction_listed_twice_is_checked_twice():
-    """Before: outcomes were keyed by id, the second overwrote the first, and 50 words passed."""
-    verdict = InstructionsFollowed()(words(50), TWICE)
+    """Before: outcomes were keyed by id, the second overwrote the first, and 50 words passed.
+    IFEval's semantics, so no gate (the cycled words below are filler to it)."""
+    verdict = InstructionsFollowed(substance_gate=False)(words(50), TWICE)
     assert not verdict.passed
     assert verdict.details["followed"] == (
         ("length_constraints:number_words", False),
         ("length_constraints:number_words", True),
     )
-    assert InstructionsFollowed("strict", "fraction")(words(50), TWICE).score == 0.5
-    assert InstructionsFollowed()(words(110), TWICE).passed
+    assert InstructionsFollowed("strict", "fraction", substance_gate=False)(words(50), TWICE).score == 0.5
+    assert InstructionsFollowed(substance_gate=False)(words(110), TWICE).passed
+    gated = InstructionsFollowed()(words(110), TWICE)  # on by default: a verdict, never a raise
+    assert isinstance(gated, Verdict) and not gated.passed
 
 
 def test_a_real_ifeval_row_is_scored_without_keyerror():
     """IFEval's rows carry no topic words: scored as IFEval scores them (was ``KeyError: 'topic'``)."""
     row = {"prompt": "Write a haiku.", "instructions": [{"id": "punctuation:no_comma", "kwargs": {}}]}
-    assert InstructionsFollowed()("Snow on the pine\nthe quiet of the dawn", row).passed
-    assert not InstructionsFollowed()("Snow, pine", row).passed
+    ifeval = InstructionsFollowed(substance_gate=False)
+    assert ifeval("Snow on the pine\nthe quiet of the dawn", row).passed
+    assert not ifeval("Snow, pine", row).passed
+    # the gate is on by default
+    gated = InstructionsFollowed()("Snow on the pine\nthe quiet of the dawn", row)
+    assert isinstance(gated, Verdict) and not gated.passed  # eight words, five of its own: says nothing
 
 
 def test_ifeval_bench_poses_the_541_prompts_with_their_instructions(bench):
@@ -94,6 +103,37 @@ def test_every_satisfiable_prompt_has_a_reference_that_passes(bench):
 def test_language_texts_read_as_their_language():
     for code, text in LANGUAGE_TEXT.items():
         assert detect_language(text) == code
+        assert len(set(language_sentences(code))) >= 6, code  # a several-paragraph answer repeats none
+
+
+# IFEval prompts whose composed reference the substance gate refused before the references were
+# generated sentences: 1200 words, 100 sentences in 4 sections, 20 sentences with 5 capital words,
+# no letter "e", "the" at most once, at least 2 "climatic" in 400 words, Marathi in 3 paragraphs,
+# Hindi after an English request repeated.
+GATED_BEFORE = [3425, 3429, 1834, 1883, 2716, 2246, 3063, 3305]
+
+
+def test_composed_references_pass_the_substance_gate(bench):
+    """``compose`` alone (no ``accept`` retry) writes text that follows every instruction and that
+    the gated rubric passes: sentences with function words, no passage repeated, a topic word."""
+    tasks = {t["key"]: t for t in bench.tasks("train")}
+    for key in GATED_BEFORE:
+        task = tasks[key]
+        text = compose(task["prompt"], task["instructions"], topic=task["topic"])
+        assert text is not None, key
+        verdict = bench.verify(text, task)
+        assert verdict.passed, (key, verdict.details, text[:300])
+        assert substance_problem(text, task) is None
+
+
+def test_two_responses_laid_out_in_sections_are_two_texts(bench):
+    """IFEval 3324: two itineraries of seven "Day" sections each. The second was the first again
+    (plus "Again."): half its trigrams repeated, one step from the gate's "filler"."""
+    task = next(t for t in bench.tasks("train") if t["key"] == 3324)
+    text = compose(task["prompt"], task["instructions"], topic=task["topic"])
+    first, second = text.split("\n******\n")
+    assert set(first.split(".")) & set(second.split(".")) <= {""}
+    assert bench.verify(text, task).passed
 
 
 def test_hub_none_padding_is_dropped(tmp_path):
