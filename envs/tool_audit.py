@@ -43,7 +43,6 @@ from typing import Any
 from rlvr_gym.envs.tool_env import MAX_CALLS_PER_TURN, MultiTurnEnv
 from rlvr_gym.verifiers import Reason, Task, Verdict
 from rlvr_gym.verifiers.audit import Exploit, Subject
-from rlvr_gym.verifiers.code.extract import extract_code
 
 Episode = list[object]
 TOOL_FAMILIES = (
@@ -204,6 +203,10 @@ def _message_of(calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def _code(reference: str) -> str:
     """The program of a fenced reference completion."""
+    # imported here: `rlvr_gym.verifiers.code` loads the sandbox and RestrictedPython, which
+    # `import rlvr_gym.trainers` must not (tests/test_packaging.py)
+    from rlvr_gym.verifiers.code.extract import extract_code
+
     return extract_code(reference) or reference
 
 
