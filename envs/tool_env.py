@@ -137,6 +137,7 @@ class MultiTurnEnv(SingleTurnEnv):
         self._verdict: Verdict | None = None
         self._record: dict[str, Any] = {}
         self._infra_errors: list[str] = []
+        self._out_of_turns = False
 
     # ----- tools -------------------------------------------------------------------------------
     @classmethod
@@ -164,6 +165,12 @@ class MultiTurnEnv(SingleTurnEnv):
         """The verdict when ``max_turns`` messages went by without a final answer."""
         return Verdict.fail(Reason.NO_ANSWER, why=f"no final answer within {self.max_turns} turns")
 
+    def reference_episode(self, task: Task) -> list[dict[str, Any]]:
+        """The assistant messages of a correct episode on ``task`` (tool replies come from the
+        env when played): the reference answer as a final plain message. Tool envs override it to
+        show their tools in use; warm starts and the one-scorer-for-every-loop tests play it."""
+        return [{"role": "assistant", "content": self.reference_completion(task)}]
+
     # ----- Gymnasium API -----------------------------------------------------------------------
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -172,12 +179,18 @@ class MultiTurnEnv(SingleTurnEnv):
         obs, info = super().reset(seed=seed, options=options)
         self._messages = copy.deepcopy(obs) if isinstance(obs, list) else []
         self._turns, self._verdict, self._infra_errors = [], None, []
+        self._out_of_turns = False
         return obs, {**info, "turn": 0}
 
     @property
     def done(self) -> bool:
         """The episode has ended (a final verdict exists)."""
         return self._verdict is not None
+
+    @property
+    def out_of_turns_ended(self) -> bool:
+        """The episode ended without a final answer (the turn limit, or :meth:`finish` early)."""
+        return self._out_of_turns
 
     def step(self, action: object) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
         """One assistant message: run its tool calls, or take it as the answer. See the module doc."""
@@ -208,6 +221,7 @@ class MultiTurnEnv(SingleTurnEnv):
             self._verdict = final.verdict
         elif truncated:
             self._verdict = self.out_of_turns(task)
+            self._out_of_turns = True
         if self._verdict is not None and self._infra_errors and not self._verdict.passed:
             self._verdict = Verdict.fail(Reason.ERROR, error=f"tool failure: {self._infra_errors[0]}")
         info = self._info(split, index, task, self._verdict)
@@ -276,6 +290,7 @@ class MultiTurnEnv(SingleTurnEnv):
             raise EnvStateError("finish() called before reset()")
         if self._verdict is None:
             self._verdict = self.out_of_turns(self._current[2])
+            self._out_of_turns = True
             if self._infra_errors and not self._verdict.passed:
                 self._verdict = Verdict.fail(Reason.ERROR, error=f"tool failure: {self._infra_errors[0]}")
         return self._verdict
