@@ -178,3 +178,144 @@ def test_tool_env_rewards_refuse_to_score_outside_the_tool_loop():
     with pytest.raises(InvalidArgument, match="environment_factory"):
         reward_funcs(env)[0](prompts=["p"], completions=["<answer>1</answer>"], task_split=["train"], task_index=[0])
     env.close()
+
+
+# ----- the openai engine: native tools, and the text form where a server has none ---------------
+
+
+def _tool_server(native: bool):
+    """A chat-completions server on 127.0.0.1 playing one episode: first a ``run_python`` call
+    that prints the answer, then the answer. ``native``: through ``tools``/``tool_calls``; else
+    it refuses ``tools`` (HTTP 400) and writes ``<tool_call>`` text."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    answer = envs.make("gsm8k").tasks("test")[0]["answer"]
+    call = {"name": "run_python", "arguments": {"code": f"print({answer})"}}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            self.server.requests.append(body)
+            messages = body["messages"]
+            if "tools" in body and not native:
+                return self._send(400, {"error": {"message": "tools are not supported", "type": "x"}})
+            replied = any(m["role"] == "tool" or "<tool_response>" in str(m.get("content")) for m in messages)
+            if replied:
+                message = {"role": "assistant", "content": f"<answer>{answer}</answer>"}
+            elif native:
+                function = {"name": call["name"], "arguments": json.dumps(call["arguments"])}
+                message = {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "call_7", "type": "function", "function": function}],
+                }
+            else:
+                message = {"role": "assistant", "content": f"<tool_call>\n{json.dumps(call)}\n</tool_call>"}
+            choices = [{"index": i, "finish_reason": "stop", "message": message} for i in range(body.get("n", 1))]
+            self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": choices})
+
+        def _send(self, status, payload):
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.requests = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native-tools", "text-fallback"])
+def test_the_openai_engine_plays_tool_episodes(native, tmp_path):
+    pytest.importorskip("openai")
+    from rlvr_gym.trainers.evaluate import evaluate
+    from rlvr_gym.trainers.openai_engine import OpenAISampler
+
+    server = _tool_server(native)
+    try:
+        sampler = OpenAISampler(f"http://127.0.0.1:{server.server_address[1]}/v1", "m", max_retries=0)
+        env = envs.make("gsm8k-python")
+        result = evaluate(env, "m", n=2, k=[1, 2], limit=1, output_dir=tmp_path, sampler=sampler, progress=False)
+        env.close()
+    finally:
+        server.shutdown()
+    assert result.summary["accuracy"] == 1.0 and result.summary["pass@k"]["pass@2"] == 1.0
+    assert result.summary["tools/calls_per_episode"] == 1.0
+    for row in result.rollouts:
+        assert [m["role"] for m in row["completion"]] == ["assistant", "tool", "assistant"]
+        assert row["turns"][0]["tool_calls"][0]["ok"]
+    followups = [b for b in server.requests if len(b["messages"]) > 2]
+    if native:
+        assert all("tools" in b for b in server.requests)
+        assert followups[0]["messages"][-1] == {"role": "tool", "tool_call_id": "call_7", "content": result.rollouts[0]["completion"][1]["content"]}
+    else:
+        assert "<tool_call>" in followups[0]["messages"][0]["content"]  # the tools described in the system message
+        assert followups[0]["messages"][-1]["role"] == "user"
+        assert "<tool_response>" in followups[0]["messages"][-1]["content"]
+
+
+# ----- train and eval run the tool loop ----------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_train_runs_a_tool_env_through_the_tool_loop(tmp_path, monkeypatch):
+    """``trainers.train`` on the trl backend: TRL's tool loop, tool metrics in metrics.jsonl and
+    the report, each sampled episode's messages and turns in rollouts.jsonl, one task per group."""
+    import json
+
+    from rlvr_gym.trainers import RunConfig, train
+    from rlvr_gym.trainers.report import build_report
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    config = RunConfig(
+        max_steps=2,
+        num_generations=2,
+        prompts_per_step=2,
+        max_completion_length=16,
+        max_prompt_length=4096,
+        rollout_log_steps=1,
+        logging_steps=1,
+        output_dir=str(tmp_path / "run"),
+    )
+    result = train("gsm8k-python", config, backend="trl", audit=False)
+    rows = [r for r in result.metrics if "reward/mean" in r]
+    assert len(rows) == 2
+    for key in ("tools/calls_per_episode", "tools/errors_per_episode", "episode/turns", "episode/truncated"):
+        assert all(key in r for r in rows), key
+    rollouts = [json.loads(line) for line in (result.output_dir / "rollouts.jsonl").read_text().splitlines()]
+    assert {r["step"] for r in rollouts} == {0, 1}  # TRL samples step N's batch at global_step N - 1
+    for step in (0, 1):
+        group = [r for r in rollouts if r["step"] == step]
+        assert len(group) == 2 and len({(r["split"], r["index"]) for r in group}) == 1  # one task per group
+    for row in rollouts:
+        assert isinstance(row["completion"], list) and row["completion"][0]["role"] == "assistant"
+        assert isinstance(row["turns"], list) and row["verdict"]["reason"]
+    page = build_report(result.output_dir).page.read_text()
+    assert "tools/calls_per_episode" in page
+
+
+@pytest.mark.slow
+def test_evaluate_plays_tool_episodes_with_the_local_engine(tmp_path):
+    """The transformers engine renders the tools in the chat template; each sample is an episode."""
+    from rlvr_gym.trainers.evaluate import evaluate
+    from rlvr_gym.trainers.tiny_model import build_tiny_model
+
+    env = envs.make("gsm8k-python", max_turns=2)
+    model = build_tiny_model(tmp_path / "tiny", env, tools=True)
+    result = evaluate(env, model, n=2, k=[1, 2], limit=1, max_new_tokens=8, output_dir=tmp_path / "eval", progress=False)
+    assert result.summary["rollouts"] == 2 and "pass@2" in result.summary["pass@k"]
+    assert "episode/turns" in result.summary
+    for row in result.rollouts:
+        assert isinstance(row["completion"], list) and row["completion"][0]["role"] == "assistant"
+        assert 1 <= len(row["turns"]) <= 2
+    again = evaluate(env, model, n=2, k=[1, 2], limit=1, max_new_tokens=8, output_dir=tmp_path / "eval", progress=False)
+    assert again.summary["this_session"]["rollouts_resumed"] == 2  # resumed, nothing replayed
+    env.close()
