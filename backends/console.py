@@ -43,6 +43,8 @@ def fmt_metrics(row: dict[str, Any]) -> str:
         ("accuracy", "acc", ".2f"),
         ("kl", "kl", ".4f"),
         ("entropy", "ent", ".2f"),
+        ("tools/calls_per_episode", "calls/ep", ".2f"),
+        ("episode/truncated", "trunc", ".2f"),
     ):
         value = row.get(key)
         if isinstance(value, int | float):

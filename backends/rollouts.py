@@ -36,6 +36,7 @@ class Rollout:
     verdict: dict[str, Any] | None  # None: left unscored (the batch overran its budget)
     env: str | None = None  # the exact version scored (gsm8k-v0), for an eval
     step: int | None = None  # the training step that sampled it; None for an eval
+    turns: list[dict[str, Any]] | None = None  # a tool env's record of each turn (tool calls, feedback)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON line: ``env`` and ``step`` only where known, so eval and training rows stay apart."""
@@ -50,7 +51,18 @@ class Rollout:
             completion=self.completion,
             verdict=self.verdict,
         )
+        if self.turns is not None:
+            row["turns"] = self.turns
         return row
+
+
+def episode_turns(env: Any) -> list[dict[str, Any]]:
+    """A finished tool episode's turn records for its rollout row; the last one says
+    ``out_of_turns`` when the episode ended without a final answer."""
+    turns = [dict(turn) for turn in env._turns]
+    if turns and env.out_of_turns_ended:
+        turns[-1]["out_of_turns"] = True
+    return turns
 
 
 def rollout_key(row: dict[str, Any]) -> RolloutKey:

@@ -1,28 +1,34 @@
 """A tool env as the class TRL's ``GRPOTrainer(environment_factory=...)`` instantiates.
 
-TRL makes one instance per rollout, calls ``reset(**row)`` (a returned string is appended to the
-last user message), exposes every public method as a tool (name, type hints and docstring make
-the schema) and calls ``get_reward()`` once the rollout ends. The class built here has exactly
-that shape and nothing more: each of the env's :func:`~rlvr_gym.envs.tool` methods becomes a
-method that steps a private :class:`~rlvr_gym.envs.MultiTurnEnv` with that one call, so TRL's
-rollouts and ``env.step`` run the same code, limits and verdicts.
+TRL makes one instance per rollout, calls ``reset(**row)`` with the rollout's dataset row
+(a returned string is appended to the last user message), and exposes every public method as a
+tool (name, type hints and docstring make the schema). The class built here has exactly that
+shape and nothing more: each of the env's :func:`~rlvr_gym.envs.tool` methods becomes a method
+that steps a private :class:`~rlvr_gym.envs.MultiTurnEnv` with that one call, so TRL's rollouts
+and ``env.step`` run the same code, limits and verdicts.
 
-``get_reward()`` is the episode's verdict score; a verdict of ``error`` (our fault: the sandbox
-or a verifier failed) is ``None``, which TRL leaves unscored, never 0. TRL never shows the env a
-rollout's last message, so an answer must go through a tool (``submit_answer``/``submit``); a
-rollout that ends without one scores as the env's :meth:`~MultiTurnEnv.out_of_turns` says.
+One task per GRPO group: ``reset(**row)`` poses the task its row names (the ``task_split`` and
+``task_index`` columns of :func:`rlvr_gym.backends.trl_adapter.dataset`), and TRL gives every
+rollout of a group the same row. A row that names no task (TRL's placeholder rows when no
+dataset is passed) is refused: posing the next seeded task per rollout would give each rollout
+of a group a different question and make the group-relative advantages meaningless.
+
+TRL never shows the env a rollout's last message, so the class has no ``get_reward``: the
+reward function of :func:`rlvr_gym.backends.tool_rewards.EpisodeRewards` (what
+``trl_adapter.reward_funcs(env)`` returns for a tool env) receives the rollouts' messages and
+``environments``, plays each rollout's final plain message as its answer, exactly as ``env.step``
+would, and scores the episode. A verdict of ``error`` (our fault) is ``None``: unscored, never 0.
 """
 
 from __future__ import annotations
 
 import inspect
-import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from rlvr_gym.envs import MultiTurnEnv, make
-from rlvr_gym.error import InvalidType
-from rlvr_gym.verifiers import Reason, Verdict
+from rlvr_gym.envs import MultiTurnEnv, make, parse_tool_calls
+from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.verifiers import Verdict
 
 EPISODE_OVER = "The episode is over; no more tool calls are taken."
 
@@ -31,29 +37,47 @@ class ToolEnvAdapter:
     """Base of the generated classes. ``template`` is the env every instance spawns from."""
 
     template: MultiTurnEnv
-    seed: int = 0
-    _seeds: itertools.count
 
     def __init__(self) -> None:
         self.env = self.template.spawn()
         self.info: dict[str, Any] = {}
 
     def reset(self, **row: Any) -> str | None:
-        """Pose a task. A row from :func:`rlvr_gym.backends.trl_adapter.dataset` (``task_split``,
-        ``task_index``) already holds the prompt: that task is posed and nothing is appended.
-        Without one (no dataset: TRL's placeholder rows), the next seeded task is posed and its
-        system prompt and question are returned for TRL to put in the user message."""
+        """Pose the task the row names (``task_split``, ``task_index``; the prompt is already in
+        the row, so nothing is appended). A row naming no task, or a task of another env, is
+        refused (see the module doc: every rollout of a group must be posed the same task)."""
         index, split = row.get("task_index"), row.get("task_split")
-        if index is not None and split is not None:
-            self.env.reset(options={"index": int(index), "split": str(split)})
-            return None
-        obs, _ = self.env.reset(seed=next(type(self)._seeds))
-        return "\n\n".join(m["content"] for m in obs if m["role"] in ("system", "user"))
+        if index is None or split is None:
+            raise InvalidArgument(
+                f"{type(self).__name__}.reset() got a row without task_split/task_index columns: pass "
+                "GRPOTrainer(train_dataset=rlvr_gym.backends.trl_adapter.dataset(env)) so that every "
+                "rollout of a GRPO group is posed the same task"
+            )
+        label = row.get("task_env")
+        if label is not None and label != self.env.id:
+            raise InvalidArgument(
+                f"the row is a task of {label!r}, but this environment_factory plays {self.env.id!r}: "
+                "build the dataset and the environment_factory from the same env"
+            )
+        self.env.reset(options={"index": int(index), "split": str(split)})
+        return None
 
-    def get_reward(self) -> float | None:
-        """The episode's score; ``None`` (unscored) if a tool or verifier failed on our side."""
-        verdict = self.verdict
-        return None if verdict.reason is Reason.ERROR else float(verdict.score)
+    def _posed(self) -> tuple[str, int] | None:
+        """``(split, index)`` of the task this rollout was posed (``None`` before ``reset``)."""
+        current = self.env._current
+        return None if current is None else (str(current[0]), int(current[1]))
+
+    def _end(self, completion: Any = None) -> Verdict:
+        """End the episode with the rollout's messages (TRL's completion) and return its verdict.
+
+        TRL ends a rollout at a message without a tool call and never shows it to the env; that
+        message is played here as the answer, as ``env.step`` plays it. A last message that still
+        calls tools (the tool-calling budget ran out) is not run: the episode is out of turns."""
+        if not self.env.done and isinstance(completion, list | tuple) and completion:
+            last = completion[-1]
+            if isinstance(last, Mapping) and last.get("role") == "assistant" and not parse_tool_calls(last):
+                *_, self.info = self.env.step({"role": "assistant", "content": last.get("content") or ""})
+        return self.env.finish()
 
     @property
     def verdict(self) -> Verdict:
@@ -80,11 +104,11 @@ def _method(name: str, tool: Callable[..., Any]) -> Callable[..., Any]:
     return method
 
 
-def environment_factory(env: str | MultiTurnEnv, *, seed: int = 0, **make_options: Any) -> type:
+def environment_factory(env: str | MultiTurnEnv, **make_options: Any) -> type:
     """The class for ``GRPOTrainer(environment_factory=...)`` from a tool env or its id.
 
-    ``make_options`` go to :func:`rlvr_gym.envs.make` when ``env`` is an id. ``seed`` starts the
-    sequence of seeds that picks tasks when TRL runs without a dataset.
+    ``make_options`` go to :func:`rlvr_gym.envs.make` when ``env`` is an id. Train it with
+    ``train_dataset=dataset(env)`` and ``reward_funcs=reward_funcs(env)`` (see the module doc).
     """
     if isinstance(env, str):
         env = make(env, **make_options)
@@ -95,8 +119,6 @@ def environment_factory(env: str | MultiTurnEnv, *, seed: int = 0, **make_option
         )
     namespace: dict[str, Any] = {
         "template": env,
-        "seed": seed,
-        "_seeds": itertools.count(seed),
         "__doc__": f"{env.id} as a TRL environment: tools {env.tool_names()}.",
         "__module__": __name__,
     }

@@ -4,6 +4,13 @@ The env becomes a ``datasets.Dataset`` of prompts (plus the columns that locate 
 one reward function per rubric component, with the rubric's weights as TRL's ``reward_weights``
 — built by the public adapter :mod:`rlvr_gym.backends.trl_adapter`, the same one a user's own
 TRL script calls. Nothing here knows which env it trains.
+
+A tool env (:class:`~rlvr_gym.envs.MultiTurnEnv`) trains through TRL's own tool loop: the same
+dataset of task rows, ``environment_factory(env)`` (``reset(**row)`` poses the row's task, so every
+rollout of a GRPO group gets one task) and the episode reward of
+:class:`~rlvr_gym.backends.tool_rewards.EpisodeRewards`, with ``max_tool_calling_iterations`` set
+to the env's ``max_turns``. The DeepSpeed and FSDP backends call this function, so they run the
+same loop.
 """
 
 from __future__ import annotations
@@ -28,10 +35,12 @@ from rlvr_gym.backends.metrics import (
 from rlvr_gym.backends.protocol import TRAINER_STATE, RunResult, run_result, steps_done, write_trainer_state
 from rlvr_gym.backends.rollouts import ROLLOUTS_FILE, RolloutLog
 from rlvr_gym.backends.scoring import make_scorer
+from rlvr_gym.backends.tool_bridge import environment_factory
+from rlvr_gym.backends.tool_rewards import EpisodeRewards
 from rlvr_gym.backends.trl_adapter import dataset as build_dataset
 from rlvr_gym.backends.trl_adapter import env_rewards
-from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.error import MissingPath, NotAvailable
+from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
+from rlvr_gym.error import InvalidArgument, MissingPath, NotAvailable
 
 logger = logging.getLogger("rlvr_gym.backends")
 
@@ -60,7 +69,7 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def trl_config(config: RunConfig, rewards: EnvRewards, **overrides: Any):
+def trl_config(config: RunConfig, rewards: EnvRewards | EpisodeRewards, **overrides: Any):
     """TRL's ``RunConfig`` for our config (CPU: fp32 and ``use_cpu``; GPU: bf16 when supported)."""
     import torch
     from trl import GRPOConfig as TRLGRPOConfig
@@ -217,14 +226,32 @@ def train(
     tokenizer = AutoTokenizer.from_pretrained(str(model))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    rewards = env_rewards(
-        env,
-        num_generations=config.num_generations,
-        timeout_s=config.verify_timeout_s,
-        scorer=make_scorer(env, config.scoring, ray_address=config.ray_address),
-        rollout_log=output_dir / ROLLOUTS_FILE if config.rollout_log_steps else None,
-        rollout_every=config.rollout_log_steps,
-    )
+    rollout_log = output_dir / ROLLOUTS_FILE if config.rollout_log_steps else None
+    tool_loop: dict[str, Any] = {}
+    rewards: EnvRewards | EpisodeRewards
+    if isinstance(env, MultiTurnEnv):  # TRL's tool loop: one task per group, episodes scored whole
+        if config.scoring != "local":
+            raise InvalidArgument(
+                f"{env.id} is a tool env: its episodes are scored as they are played, on this host; "
+                f"scoring={config.scoring!r} serves single-step envs only"
+            )
+        rewards = EpisodeRewards(
+            env,
+            num_generations=config.num_generations,
+            rollout_log=rollout_log,
+            rollout_every=config.rollout_log_steps,
+        )
+        tool_loop = {"environment_factory": environment_factory(env)}
+        trl_overrides = {"max_tool_calling_iterations": env.max_turns, **trl_overrides}
+    else:
+        rewards = env_rewards(
+            env,
+            num_generations=config.num_generations,
+            timeout_s=config.verify_timeout_s,
+            scorer=make_scorer(env, config.scoring, ray_address=config.ray_address),
+            rollout_log=rollout_log,
+            rollout_every=config.rollout_log_steps,
+        )
     dataset = build_dataset(
         env, env.splits[0], tokenizer=tokenizer, max_prompt_length=config.max_prompt_length
     )
@@ -237,6 +264,7 @@ def train(
         processing_class=tokenizer,
         peft_config=peft_config(config),
         callbacks=[metrics_callback(writer)],
+        **tool_loop,
     )
     # The run's shared files belong to one process: in a multi-process run every rank executes
     # this function on the same folder, and only rank 0 logs metrics and rollouts.

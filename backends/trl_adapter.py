@@ -32,7 +32,8 @@ from typing import Any
 
 from rlvr_gym.backends.engine.rewards import EnvRewards, RewardFunction
 from rlvr_gym.backends.tool_bridge import ToolEnvAdapter, environment_factory
-from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.backends.tool_rewards import EpisodeRewards
+from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
 from rlvr_gym.error import InvalidArgument, InvalidType
 
 logger = logging.getLogger("rlvr_gym.backends")
@@ -58,7 +59,8 @@ def dataset(
 
     Columns: ``prompt`` (chat messages or text), the locators ``task_env`` (exact versioned id),
     ``task_split`` and ``task_index``, and the task's scalar fields as ``task_<field>`` for
-    inspection (rewards never read those: they look the task up in the env). With a
+    inspection (rewards never read those: they look the task up in the env). For a tool env the
+    rows are also what ``environment_factory``'s ``reset(**row)`` poses: one task per GRPO group. With a
     ``tokenizer`` and ``max_prompt_length``, longer prompts are dropped with a warning rather than
     silently truncated.
     """
@@ -67,12 +69,13 @@ def dataset(
     from datasets import Dataset
 
     label, rows, dropped = env.id, [], 0
+    tools = env.tool_schemas() if isinstance(env, MultiTurnEnv) else None  # TRL renders them in the prompt
     for index, task in enumerate(env.tasks(split)):
         prompt = env.prompt(task)
         if (
             tokenizer is not None
             and max_prompt_length is not None
-            and _prompt_tokens(tokenizer, prompt) > max_prompt_length
+            and _prompt_tokens(tokenizer, prompt, tools) > max_prompt_length
         ):
             dropped += 1
             continue
@@ -155,13 +158,21 @@ def reward_funcs(
     other async reward functions (an LLM judge, a remote scorer) on its event loop, so a code
     env's sandbox batch no longer holds up the rest. ``trainer_state`` reaches an env that
     schedules difficulty (``env.schedule(state)``, e.g. arith's ``curriculum``) either way.
+
+    A tool env (:class:`~rlvr_gym.envs.MultiTurnEnv`) is scored on whole episodes: its one
+    function (:class:`~rlvr_gym.backends.tool_rewards.EpisodeRewards`) needs TRL's tool loop,
+    ``GRPOTrainer(environment_factory=environment_factory(env), train_dataset=dataset(env))``.
     """
+    if isinstance(env, MultiTurnEnv):  # scored on whole episodes, under environment_factory
+        return EpisodeRewards(env).functions()
     rewards = env_rewards(env, timeout_s=timeout_s)
     return rewards.async_functions() if asynchronous else rewards.functions()
 
 
 def reward_weights(env: SingleTurnEnv) -> list[float]:
     """The rubric's normalised weights, in the order of :func:`reward_funcs` (they sum to 1)."""
+    if isinstance(env, MultiTurnEnv):
+        return [1.0]
     return [EnvRewards.weights_of(env)[name] for name in EnvRewards.weights_of(env)]
 
 
@@ -180,8 +191,10 @@ def device_args() -> dict[str, Any]:
     return {"bf16": bool(torch.cuda.is_bf16_supported())}
 
 
-def _prompt_tokens(tokenizer: Any, prompt: Any) -> int:
+def _prompt_tokens(tokenizer: Any, prompt: Any, tools: list[dict[str, Any]] | None = None) -> int:
     if isinstance(prompt, str):
         return len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
-    ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)
+    ids = tokenizer.apply_chat_template(
+        prompt, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=True
+    )
     return len(ids["input_ids"])

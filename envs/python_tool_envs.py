@@ -8,12 +8,13 @@ There is no format component: the tool protocol is the format.
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from rlvr_gym.envs.gsm8k import GSM8KEnv
 from rlvr_gym.envs.math500 import MATH500Env
 from rlvr_gym.envs.tool_env import Final, MultiTurnEnv, tool
-from rlvr_gym.verifiers import Limits, Rubric, SandboxPool, SingleAnswer
+from rlvr_gym.verifiers import Limits, Rubric, SandboxPool, SingleAnswer, Task
 from rlvr_gym.verifiers.code.tool import PythonTool
 from rlvr_gym.verifiers.math import MathVerifier
 
@@ -70,6 +71,12 @@ class PythonToolEnv(MultiTurnEnv):
         """
         _, _, task = self._current  # type: ignore[misc]
         return Final(self.verify(f"<answer>{answer}</answer>", task), "Answer submitted.")  # type: ignore[return-value]
+
+    def reference_episode(self, task: Task) -> list[dict[str, Any]]:
+        """Print the answer with ``run_python``, then give it as a final plain message."""
+        code = f"print({json.dumps(str(task['answer']))})"
+        final = {"role": "assistant", "content": f"<answer>{task['answer']}</answer>"}
+        return [self.tool_call("run_python", code=code), final]
 
     def close(self) -> None:
         self.python.close()

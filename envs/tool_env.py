@@ -182,6 +182,7 @@ class MultiTurnEnv(SingleTurnEnv):
         self._verdict: Verdict | None = None
         self._record: dict[str, Any] = {}
         self._infra_errors: list[str] = []
+        self._out_of_turns = False
 
     # ----- tools -------------------------------------------------------------------------------
     @classmethod
@@ -226,6 +227,12 @@ class MultiTurnEnv(SingleTurnEnv):
         running = time.monotonic() - self._step_started if self._step_started is not None else 0.0
         return self.episode_time_s - self._spent - running
 
+    def reference_episode(self, task: Task) -> list[dict[str, Any]]:
+        """The assistant messages of a correct episode on ``task`` (tool replies come from the
+        env when played): the reference answer as a final plain message. Tool envs override it to
+        show their tools in use; warm starts and the one-scorer-for-every-loop tests play it."""
+        return [{"role": "assistant", "content": self.reference_completion(task)}]
+
     # ----- Gymnasium API -----------------------------------------------------------------------
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -235,12 +242,18 @@ class MultiTurnEnv(SingleTurnEnv):
         self._messages = copy.deepcopy(obs) if isinstance(obs, list) else []
         self._turns, self._verdict, self._infra_errors = [], None, []
         self._spent = 0.0
+        self._out_of_turns = False
         return obs, {**info, "turn": 0}
 
     @property
     def done(self) -> bool:
         """The episode has ended (a final verdict exists)."""
         return self._verdict is not None
+
+    @property
+    def out_of_turns_ended(self) -> bool:
+        """The episode ended without a final answer (the turn limit, or :meth:`finish` early)."""
+        return self._out_of_turns
 
     def step(self, action: object) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
         """One assistant message: run its tool calls, or take it as the answer. See the module doc."""
@@ -283,6 +296,7 @@ class MultiTurnEnv(SingleTurnEnv):
             turn["truncated"] = f"the episode's time budget of {self.episode_time_s:g} s is spent"
         elif truncated:
             self._verdict = self.out_of_turns(task)
+            self._out_of_turns = True
         if self._verdict is not None and self._infra_errors and not self._verdict.passed:
             self._verdict = Verdict.fail(Reason.ERROR, error=f"tool failure: {self._infra_errors[0]}")
         info = self._info(split, index, task, self._verdict)
@@ -354,6 +368,7 @@ class MultiTurnEnv(SingleTurnEnv):
             raise EnvStateError("finish() called before reset()")
         if self._verdict is None:
             self._verdict = self.out_of_turns(self._current[2])
+            self._out_of_turns = True
             if self._infra_errors and not self._verdict.passed:
                 self._verdict = Verdict.fail(Reason.ERROR, error=f"tool failure: {self._infra_errors[0]}")
         return self._verdict

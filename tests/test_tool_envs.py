@@ -304,36 +304,35 @@ def test_builtin_tool_envs_pass_their_audit(env_id):
 def test_environment_factory_gives_trl_the_class_it_wants():
     from transformers.utils import get_json_schema
 
-    from rlvr_gym.backends.trl_adapter import environment_factory
+    from rlvr_gym.backends.trl_adapter import environment_factory, reward_funcs
 
-    Env = environment_factory("gsm8k-python", seed=3)
+    env = envs.make("gsm8k-python")
+    Env = environment_factory(env)
     tools = [n for n, _ in inspect.getmembers(Env, predicate=inspect.isfunction) if not n.startswith("_")]
-    assert sorted(tools) == ["get_reward", "reset", "run_python", "submit_answer"]
+    assert sorted(tools) == ["reset", "run_python", "submit_answer"]  # no get_reward: TRL would add it
     schema = get_json_schema(Env().run_python)
     assert schema["function"]["name"] == "run_python"
     assert schema["function"]["parameters"]["required"] == ["code"]
     first, second = Env(), Env()
-    prompt = first.reset()
-    assert "run_python" in prompt and first.env.id == "gsm8k-python-v0"
-    assert second.reset() != prompt  # each rollout poses the next seeded task
+    assert first.reset(task_split="train", task_index=5, prompt=[]) is None  # the row holds the prompt
+    second.reset(task_split="train", task_index=6)
+    assert first.env.id == "gsm8k-python-v0" and first._posed() == ("train", 5)
     gold = first.env._current[2]["answer"]
     assert first.run_python(code=f"print({gold})") == f"{gold}\n"
     assert first.submit_answer(answer=gold) == "Answer submitted."
-    assert first.get_reward() == 1.0 and first.run_python(code="print(1)").startswith("The episode is over")
-    assert second.get_reward() == 0.0  # ended without an answer: unanswered, scored 0
-    third = Env()
-    assert third.reset(task_split="train", task_index=5, prompt=[]) is None
-    assert third.env._current[1] == 5
+    assert first.run_python(code="print(1)").startswith("The episode is over")
+    rewards = reward_funcs(env)[0](prompts=[[], []], completions=[[], []], environments=[first, second])
+    assert rewards == [1.0, 0.0]  # the second ended without an answer: unanswered, scored 0
 
 
 def test_environment_factory_returns_none_for_our_failures():
-    from rlvr_gym.backends.trl_adapter import environment_factory
+    from rlvr_gym.backends.trl_adapter import environment_factory, reward_funcs
 
-    Env = environment_factory(envs.make("gsm8k-python", pool=_broken_pool()))
-    rollout = Env()
-    rollout.reset()
+    env = envs.make("gsm8k-python", pool=_broken_pool())
+    rollout = environment_factory(env)()
+    rollout.reset(task_split="train", task_index=0)
     assert "[sandbox_error]" in rollout.run_python(code="print(1)")
-    assert rollout.get_reward() is None
+    assert reward_funcs(env)[0](prompts=[[]], completions=[[]], environments=[rollout]) == [None]
 
 
 def test_environment_factory_refuses_a_single_step_env():

@@ -48,7 +48,7 @@ def test_a_tool_env_trains_ten_steps_through_environment_factory(tmp_path, monke
     from trl import GRPOConfig, GRPOTrainer
 
     from rlvr_gym import envs
-    from rlvr_gym.backends.trl_adapter import environment_factory
+    from rlvr_gym.backends.trl_adapter import dataset, environment_factory, reward_funcs
     from rlvr_gym.trainers.tiny_model import build_tiny_model
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -59,6 +59,8 @@ def test_a_tool_env_trains_ten_steps_through_environment_factory(tmp_path, monke
     trainer = GRPOTrainer(
         model=str(model_dir),
         environment_factory=factory,
+        train_dataset=dataset(env, "train"),
+        reward_funcs=reward_funcs(env),
         args=GRPOConfig(
             output_dir=str(tmp_path / "run"),
             max_steps=10,
@@ -73,10 +75,11 @@ def test_a_tool_env_trains_ten_steps_through_environment_factory(tmp_path, monke
             save_strategy="no",
             report_to=[],
             logging_steps=1,
+            remove_unused_columns=False,
         ),
     )
     trainer.train()
-    logs = [row for row in trainer.state.log_history if "rewards/GSM8KPythonEnv/mean" in row]
+    logs = [row for row in trainer.state.log_history if "rewards/episode/mean" in row]
     assert len(logs) == 10 and trainer.state.global_step == 10
     assert sum(row["tools/call_frequency"] for row in logs) > 0  # TRL called our tools
     pool = trainer._environment_pool[None]

@@ -325,6 +325,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     print("reasons: " + ", ".join(f"{k}={v}" for k, v in s["reasons"].items()))
     if s.get("benchmark"):  # the benchmark's own figures (IFEval's four accuracies)
         print("benchmark: " + "  ".join(f"{k} {v:.4f}" for k, v in s["benchmark"].items()))
+    tools = {k: v for k, v in s.items() if k.startswith(("tools/", "episode/"))}
+    if tools:  # a tool env's episodes
+        print("  ".join(f"{k} {v:.3f}" for k, v in tools.items()))
     print(
         f"scored {session['rollouts_scored']} rollouts this run, resumed {session['rollouts_resumed']}"
         + (f", {session['rollouts_per_s']} rollouts/s" if session["rollouts_per_s"] else "")

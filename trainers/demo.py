@@ -43,8 +43,33 @@ collapses onto one answer). The env's own defaults (two-step word problems up to
 2-layer, 64-wide model's accuracy on them barely moves (0.00 -> 0.02 over 150 steps)."""
 
 
+TINY_DEMO_TOOLS: dict[str, Any] = {
+    "warm_start_steps": 120,
+    "num_generations": 4,
+    "prompts_per_step": 2,
+    "max_completion_length": 96,
+    "max_prompt_length": 4096,
+}
+"""What a tool env's demo changes (on top of :data:`TINY_DEMO`): the warm start is on reference
+episodes (a tool call, then the answer; 120 steps teach the tiny model the call format), which
+need room to be written, and prompts carry the tools' schemas (~800 tokens to the tiny model)."""
+
+
+def is_tool_env(env_id: str) -> bool:
+    """Whether ``env_id`` registers a tool env (a :class:`~rlvr_gym.envs.MultiTurnEnv` class)."""
+    from rlvr_gym import envs
+
+    try:
+        factory = envs.spec(env_id).load()
+    except envs.RegistryError:
+        return False
+    return isinstance(factory, type) and issubclass(factory, envs.MultiTurnEnv)
+
+
 def demo_config(env_id: str, **settings: Any) -> RunConfig:
-    """The tiny-model demo on ``env_id``: :data:`TINY_DEMO` and the env's :data:`TINY_DEMO_ENV`
-    settings, with ``settings`` (any :class:`RunConfig` field; ``env_kwargs`` merged) winning."""
+    """The tiny-model demo on ``env_id``: :data:`TINY_DEMO` (and :data:`TINY_DEMO_TOOLS` for a
+    tool env) and the env's :data:`TINY_DEMO_ENV` settings, with ``settings`` (any
+    :class:`RunConfig` field; ``env_kwargs`` merged) winning."""
     env_kwargs = {**TINY_DEMO_ENV.get(env_id, {}), **settings.pop("env_kwargs", {})}
-    return RunConfig(**{**TINY_DEMO, **settings, "env_id": env_id, "env_kwargs": env_kwargs})
+    tools = TINY_DEMO_TOOLS if is_tool_env(env_id) else {}
+    return RunConfig(**{**TINY_DEMO, **tools, **settings, "env_id": env_id, "env_kwargs": env_kwargs})

@@ -5,11 +5,18 @@ and a CUDA GPU is present, and asking for it elsewhere is refused with the reaso
 rollout is appended to ``rollouts.jsonl`` at once, so an interrupted eval resumes where it
 stopped without re-scoring anything; ``summary.json`` holds accuracy, unbiased pass@k, mean
 reward per verifier component and verdict-reason counts.
+
+A tool env (:class:`~rlvr_gym.envs.MultiTurnEnv`) is evaluated through its tool loop: each of the
+``n`` samples of a task is an episode played with ``env.step`` — the model's messages generated
+from the conversation so far with the tools' schemas in the chat template, tool calls parsed from
+its output and answered by the env — until a final answer or the turn limit. Its rollout row holds
+every message after the prompt (tool calls, tool replies, final answer) and each turn's record.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -23,9 +30,9 @@ from typing import Annotated, Any, Protocol
 from rlvr_gym import envs
 from rlvr_gym.backends.config import about
 from rlvr_gym.backends.console import announce
-from rlvr_gym.backends.rollouts import ROLLOUTS_FILE, Rollout, RolloutLog
+from rlvr_gym.backends.rollouts import ROLLOUTS_FILE, Rollout, RolloutLog, episode_turns
 from rlvr_gym.backends.scoring import Scorer, check_scoring, make_scorer, scored_by
-from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
 from rlvr_gym.envs.env import Observation
 from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
 from rlvr_gym.trainers import run_dir
@@ -38,11 +45,15 @@ ENGINES = ("auto", "transformers", "vllm")
 
 
 class Sampler(Protocol):
-    """Draws ``n`` completions for one prompt; the same ``seed`` gives the same completions."""
+    """Draws ``n`` completions for one prompt; the same ``seed`` gives the same completions.
+    ``tools`` (a tool env's schemas) go to the chat template; a completion may then be an
+    assistant message with ``tool_calls`` rather than text."""
 
     engine: str
 
-    def sample(self, prompt: Observation, n: int, seed: int) -> list[str]: ...
+    def sample(
+        self, prompt: Observation, n: int, seed: int, *, tools: list[dict[str, Any]] | None = None
+    ) -> list[Any]: ...
 
 
 @dataclass
@@ -65,11 +76,12 @@ def vllm_available() -> tuple[bool, str]:
     return True, "vLLM on CUDA"
 
 
-def prompt_text(tokenizer: Any, prompt: Observation) -> str:
-    """Chat messages through the model's chat template (with the generation prompt); text as is."""
+def prompt_text(tokenizer: Any, prompt: Observation, tools: list[dict[str, Any]] | None = None) -> str:
+    """Chat messages through the model's chat template (with the generation prompt and the
+    tools' schemas, if any); text as is."""
     if isinstance(prompt, str):
         return prompt
-    return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    return tokenizer.apply_chat_template(prompt, tools=tools, tokenize=False, add_generation_prompt=True)
 
 
 class TransformersSampler:
@@ -91,10 +103,12 @@ class TransformersSampler:
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
 
-    def sample(self, prompt: Observation, n: int, seed: int) -> list[str]:
+    def sample(
+        self, prompt: Observation, n: int, seed: int, *, tools: list[dict[str, Any]] | None = None
+    ) -> list[str]:
         torch = self.torch
         encoded = self.tokenizer(
-            prompt_text(self.tokenizer, prompt), return_tensors="pt", add_special_tokens=False
+            prompt_text(self.tokenizer, prompt, tools), return_tensors="pt", add_special_tokens=False
         ).to(self.device)
         torch.manual_seed(seed)
         sampling = {"do_sample": True, "temperature": self.temperature} if self.temperature > 0 else {}
@@ -127,11 +141,13 @@ class VLLMSampler:
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
 
-    def sample(self, prompt: Observation, n: int, seed: int) -> list[str]:
+    def sample(
+        self, prompt: Observation, n: int, seed: int, *, tools: list[dict[str, Any]] | None = None
+    ) -> list[str]:
         from vllm import SamplingParams
 
         params = SamplingParams(n=n, temperature=self.temperature, max_tokens=self.max_new_tokens, seed=seed)
-        (result,) = self.llm.generate([prompt_text(self.tokenizer, prompt)], params, use_tqdm=False)
+        (result,) = self.llm.generate([prompt_text(self.tokenizer, prompt, tools)], params, use_tqdm=False)
         return [choice.text for choice in result.outputs]
 
 
@@ -150,6 +166,65 @@ def task_seed(seed: int, split: str, index: int) -> int:
     """A per-task seed, so a resumed eval draws the same completions the first run would have."""
     digest = hashlib.sha256(f"{seed}:{split}:{index}".encode()).digest()
     return int.from_bytes(digest[:4], "little")
+
+
+def play_episodes(
+    env: MultiTurnEnv, split: str, index: int, samples: Sequence[int], sampler: Sampler, seed: int
+) -> list[Rollout]:
+    """Play the ``samples`` episodes of task ``index`` with the sampler as the policy.
+
+    The first messages are drawn together from the shared prompt (``n`` at once, as for a
+    single-step env); each later one from its own conversation with a seed derived from the
+    task's, the sample and the turn, so a resumed eval replays the same episodes."""
+    tools = env.tool_schemas()
+    episodes = [env.spawn() for _ in samples]
+    prompt: Observation = []
+    for episode in episodes:
+        prompt, _ = episode.reset(options={"index": index, "split": split})
+    conversations = [list(prompt) for _ in samples]
+    first = sampler.sample(prompt, max(samples) + 1, seed, tools=tools) if samples else []
+    for turn in range(max((e.max_turns for e in episodes), default=0)):
+        for position, (sample, episode) in enumerate(zip(samples, episodes, strict=True)):
+            if episode.done:
+                continue
+            if turn == 0:
+                message = first[sample]
+            else:
+                (message,) = sampler.sample(
+                    conversations[position], 1, task_seed(seed, f"{sample}/{turn}", index), tools=tools
+                )
+            conversations[position], *_ = episode.step(message)
+    rollouts = []
+    for position, (sample, episode) in enumerate(zip(samples, episodes, strict=True)):
+        verdict = episode.finish()
+        rollouts.append(
+            Rollout(
+                split=split,
+                index=index,
+                sample=sample,
+                prompt=prompt,
+                completion=conversations[position][len(prompt) :],
+                verdict=verdict.to_dict(),
+                turns=episode_turns(episode),
+            )
+        )
+    return rollouts
+
+
+def tool_summary(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Tool calls and tool errors per episode, turns per episode and the share of episodes that
+    ran out of turns, from tool-env rollout rows (``{}`` for single-step rows)."""
+    episodes = [row["turns"] for row in rows if isinstance(row.get("turns"), list)]
+    if not episodes:
+        return {}
+    calls = [record for turns in episodes for turn in turns for record in turn.get("tool_calls", [])]
+    truncated = sum(bool(turns and turns[-1].get("out_of_turns")) for turns in episodes)
+    return {
+        "tools/calls_per_episode": len(calls) / len(episodes),
+        "tools/errors_per_episode": sum(not r.get("ok", True) for r in calls) / len(episodes),
+        "episode/turns": sum(len(t) for t in episodes) / len(episodes),
+        "episode/truncated": truncated / len(episodes),
+    }
 
 
 def summarise(rows: Sequence[dict[str, Any]], n: int, ks: Sequence[int]) -> dict[str, Any]:
@@ -176,6 +251,7 @@ def summarise(rows: Sequence[dict[str, Any]], n: int, ks: Sequence[int]) -> dict
         "pass@k": {f"pass@{k}": mean_pass_at_k(complete, k) for k in ks} if complete else {},
         "reward/mean": sum(scores) / len(scores),
         "reasons": dict(Counter(row["verdict"]["reason"] for row in rows).most_common()),
+        **tool_summary(rows),
     }
     for name, values in sorted(component_scores.items()):
         summary[f"reward/{name}/mean"] = sum(values) / len(values)
@@ -270,6 +346,8 @@ def evaluate(
     if isinstance(batch_rollouts, bool) or not isinstance(batch_rollouts, int) or batch_rollouts < 1:
         raise InvalidArgument(f"batch_rollouts must be an integer >= 1, got {batch_rollouts!r}")
     check_scoring(scoring, ray_address)
+    if isinstance(env, MultiTurnEnv) and scoring != "local":
+        raise InvalidArgument(f"{env.id} is a tool env: its episodes are scored as they are played (scoring='local')")
     if sampler is None:
         model = run_dir.model_of_run(model)
         check_model_reference(model)
@@ -318,6 +396,16 @@ def evaluate(
         bar = _progress(total=len(tasks) * n, initial=resumed, desc=f"eval {env_id}", enabled=progress)
         try:
             for chunk in _chunks(todo, batch_rollouts):
+                if isinstance(env_obj, MultiTurnEnv):  # each sample is an episode of the tool loop
+                    for index, samples in chunk:
+                        t0 = time.perf_counter()
+                        played = play_episodes(env_obj, split, index, samples, sampler, task_seed(seed, split, index))
+                        gen_s += time.perf_counter() - t0
+                        for rollout in played:
+                            log.append(dataclasses.replace(rollout, env=env_id))
+                        generated += len(played)
+                        bar.update(len(played))
+                    continue
                 pending: list[tuple[int, int, Observation, str]] = []
                 for index, samples in chunk:
                     prompt = env_obj.prompt(tasks[index])

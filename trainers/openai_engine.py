@@ -12,11 +12,18 @@ honours the server's ``Retry-After`` on a rate limit, and raises typed errors fo
 ``n`` samples are asked for in one request where the server takes the ``n`` field; a server that
 refuses it (``transformers serve`` does) gets one request per sample, sent concurrently, each
 with its own seed (a shared seed would make the samples identical).
+
+A tool env's turns are asked with the API's native ``tools``; an answer's ``tool_calls`` come
+back as an assistant message the env runs, and its ``tool`` replies go out paired with their
+calls' ids. A server that refuses ``tools`` (HTTP 400/422) gets the text form instead: the tools
+described in the system message in the Hermes/Qwen form, calls written as ``<tool_call>`` blocks
+(which the env parses), replies sent back as ``<tool_response>`` user messages.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any
@@ -39,6 +46,67 @@ def messages_of(prompt: Observation) -> list[dict[str, str]]:
     if isinstance(prompt, str):
         return [{"role": "user", "content": prompt}]
     return [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt]
+
+
+def tool_messages_of(conversation: Observation) -> list[dict[str, Any]]:
+    """A tool episode's conversation in the API's native form: each ``tool`` reply carries the
+    id of the call it answers (the env answers calls in order), calls carry ids and JSON-text
+    arguments."""
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []
+    for turn, message in enumerate(messages_of(conversation) if isinstance(conversation, str) else conversation):
+        role = str(message["role"])
+        if role == "assistant" and message.get("tool_calls"):
+            calls = []
+            for position, call in enumerate(message["tool_calls"]):
+                function = call.get("function", call)
+                arguments = function.get("arguments", {})
+                calls.append(
+                    {
+                        "id": str(call.get("id") or f"call_{turn}_{position}"),
+                        "type": "function",
+                        "function": {
+                            "name": str(function.get("name")),
+                            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                        },
+                    }
+                )
+            pending = [c["id"] for c in calls]
+            out.append({"role": "assistant", "content": str(message.get("content") or ""), "tool_calls": calls})
+        elif role == "tool" and pending:
+            out.append({"role": "tool", "tool_call_id": pending.pop(0), "content": str(message["content"])})
+        elif role == "tool":  # a reply to a call written as text: the text form
+            out.append({"role": "user", "content": f"<tool_response>\n{message['content']}\n</tool_response>"})
+        else:
+            out.append({"role": role, "content": str(message.get("content") or "")})
+    return out
+
+
+def text_tool_messages_of(conversation: Observation, tools: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The text form, for a server without native tools: the schemas in the system message, calls
+    as ``<tool_call>`` blocks, replies as ``<tool_response>`` user messages."""
+    described = "\n".join(json.dumps(tool) for tool in tools)
+    guide = (
+        "You may call these tools. To call one, write\n<tool_call>\n{\"name\": <name>, \"arguments\": "
+        f"<object>}}\n</tool_call>\nTools:\n{described}"
+    )
+    out: list[dict[str, str]] = []
+    for message in tool_messages_of(conversation):
+        if message["role"] == "assistant" and message.get("tool_calls"):
+            blocks = "".join(
+                f"<tool_call>\n{json.dumps({'name': c['function']['name'], 'arguments': json.loads(c['function']['arguments'] or '{}')})}\n</tool_call>"
+                for c in message["tool_calls"]
+            )
+            out.append({"role": "assistant", "content": message["content"] + blocks})
+        elif message["role"] == "tool":
+            out.append({"role": "user", "content": f"<tool_response>\n{message['content']}\n</tool_response>"})
+        else:
+            out.append({"role": message["role"], "content": message["content"]})
+    if out and out[0]["role"] == "system":
+        out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{guide}"}
+    else:
+        out.insert(0, {"role": "system", "content": guide})
+    return out
 
 
 class OpenAISampler:
@@ -85,10 +153,15 @@ class OpenAISampler:
         self.temperature = temperature
         self.concurrency = concurrency
         self.takes_n: bool | None = None  # learnt from the first request that asks for n > 1
+        self.native_tools: bool | None = None  # learnt from the first request that sends tools
 
-    def _create(self, messages: list[dict[str, str]], n: int, seed: int) -> list[str]:
+    def _create(
+        self, messages: list[dict[str, Any]], n: int, seed: int, tools: list[dict[str, Any]] | None = None
+    ) -> list[Any]:
         openai = self._openai
-        extra = {"n": n} if n > 1 else {}
+        extra: dict[str, Any] = {"n": n} if n > 1 else {}
+        if tools:
+            extra["tools"] = tools
         try:
             response = self.client.chat.completions.create(
                 model=self.model,
@@ -102,13 +175,42 @@ class OpenAISampler:
             raise _ServerSaid(exc.status_code, _message(exc)) from None
         except openai.APIConnectionError as exc:  # timeouts included, after the client's retries
             raise RunFailed(f"openai engine: cannot reach {self.base_url} ({exc}) after retries") from None
-        return [choice.message.content or "" for choice in sorted(response.choices, key=lambda c: c.index)]
+        return [_reply(choice.message) for choice in sorted(response.choices, key=lambda c: c.index)]
 
-    def sample(self, prompt: Observation, n: int, seed: int) -> list[str]:
-        messages = messages_of(prompt)
+    def sample(
+        self, prompt: Observation, n: int, seed: int, *, tools: list[dict[str, Any]] | None = None
+    ) -> list[Any]:
+        """``n`` completions: text, or (with ``tools``) assistant messages that may call them."""
+        if not tools:
+            return self._sample(messages_of(prompt), n, seed)
+        if self.native_tools is not False:
+            try:
+                replies = self._sample(tool_messages_of(prompt), n, seed, tools)
+            except _Refused:
+                self.native_tools = False  # the server takes no tools: the text form from now on
+            else:
+                self.native_tools = True
+                return replies
+        return self._sample(text_tool_messages_of(prompt, tools), n, seed)
+
+    def _sample(
+        self, messages: list[dict[str, Any]], n: int, seed: int, tools: list[dict[str, Any]] | None = None
+    ) -> list[Any]:
+        if tools and self.native_tools is None:  # the first request with tools: may the server refuse them?
+            try:
+                return self._sample_n(messages, n, seed, tools)
+            except _ServerSaid as exc:
+                if exc.status in (400, 422):
+                    raise _Refused from None
+                raise exc.failure(self) from None
+        return self._sample_n(messages, n, seed, tools)
+
+    def _sample_n(
+        self, messages: list[dict[str, Any]], n: int, seed: int, tools: list[dict[str, Any]] | None = None
+    ) -> list[Any]:
         if n > 1 and self.takes_n is not False:
             try:
-                texts = self._create(messages, n, seed)
+                texts = self._create(messages, n, seed, tools)
             except _ServerSaid as exc:
                 if exc.status not in (400, 422):
                     raise exc.failure(self) from None
@@ -120,15 +222,36 @@ class OpenAISampler:
                 self.takes_n = False  # the server ignored n
         try:
             if n == 1:
-                return self._create(messages, 1, seed)
+                return self._create(messages, 1, seed, tools)
             with ThreadPoolExecutor(min(n, self.concurrency)) as pool:
                 return [
                     t
-                    for texts in pool.map(lambda i: self._create(messages, 1, seed + i), range(n))
+                    for texts in pool.map(lambda i: self._create(messages, 1, seed + i, tools), range(n))
                     for t in texts
                 ]
         except _ServerSaid as exc:
+            if tools and self.native_tools is None and exc.status in (400, 422):
+                raise
             raise exc.failure(self) from None
+
+
+def _reply(message: Any) -> Any:
+    """A choice's message: its text, or an assistant message with its ``tool_calls``."""
+    calls = getattr(message, "tool_calls", None)
+    if not calls:
+        return message.content or ""
+    return {
+        "role": "assistant",
+        "content": message.content or "",
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+            for c in calls
+        ],
+    }
+
+
+class _Refused(Exception):
+    """The server refused a request with ``tools``: it has no native tool calling."""
 
 
 class _ServerSaid(Exception):

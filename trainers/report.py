@@ -37,6 +37,10 @@ class Report:
     missing: list[str] = field(default_factory=list)
 
 
+TOOL_METRICS = ("tools/calls_per_episode", "tools/errors_per_episode", "episode/turns", "episode/truncated")
+"""What a tool env's training and eval log about its episodes (``backends.tool_rewards``)."""
+
+
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -88,6 +92,12 @@ def make_plots(
         "completion_length": ({"completion length": "completion_length"}, "tokens", None),
         "kl_entropy": ({"KL": "kl", "entropy": "entropy"}, "nats", None),
     }
+    if any(TOOL_METRICS[0] in row for row in rows):  # a tool env's episodes
+        views["tools"] = (
+            {key.replace("_", " "): key for key in TOOL_METRICS},
+            "per episode (truncated: share)",
+            None,
+        )
     plots: dict[str, Path] = {}
     missing: list[str] = []
     for name, (series, ylabel, ylim) in views.items():
@@ -109,9 +119,12 @@ def make_plots(
 
 def _text(value: Any) -> str:
     """Model/task text as escaped HTML; chat prompts become ``role: content`` lines."""
-    if isinstance(value, list):
+    if isinstance(value, list):  # chat messages; a tool episode's calls shown as JSON
         value = "\n".join(
-            f"{m.get('role', '?')}: {m.get('content', '')}" for m in value if isinstance(m, dict)
+            f"{m.get('role', '?')}: {m.get('content') or ''}"
+            + "".join(f" [tool call] {json.dumps(c, default=str)}" for c in m.get("tool_calls") or [])
+            for m in value
+            if isinstance(m, dict)
         )
     return html.escape(str(value), quote=True)
 
@@ -283,6 +296,7 @@ def _eval_summaries(run_dir: Path) -> str:
             "pass@k",
             "reward/mean",
             "reasons",
+            *TOOL_METRICS,
         ]
         cells = "".join(
             f"<tr><th>{html.escape('env settings' if k == 'env_kwargs' else k)}</th>"

@@ -39,6 +39,26 @@ def tool_chat_template() -> str:
     return qwen2_5_chat_template
 
 
+TOOL_VOCAB_SIZE = 2048
+"""A tool env's tokenizer is bigger: with 512 tokens a tool name and the call's JSON keys are
+split into pieces the 2-layer model repeats (``run_prun_python``); with 2048 they are a few
+whole tokens and a short warm start writes valid calls."""
+
+PREAMBLE_WEIGHT = 200
+"""Copies of a tool env's rendered system block (prompt, tool schemas, the template's tool
+instructions) in the tokenizer's corpus: enough that BPE merges it into few tokens, since every
+prompt repeats it (about half the length of a gsm8k-python prompt otherwise)."""
+
+
+def tool_preamble(env: SingleTurnEnv) -> str:
+    """The system block a tool env's prompts start with, rendered by the tool chat template."""
+    from jinja2 import Template
+
+    messages = [{"role": "system", "content": env.system_prompt or ""}]
+    tools = env.tool_schemas()  # type: ignore[attr-defined]
+    return Template(tool_chat_template()).render(messages=messages, tools=tools, add_generation_prompt=False)
+
+
 def env_corpus(env: SingleTurnEnv, tasks: int = 2000) -> Iterator[str]:
     """Questions, system prompt and reference answers of ``env`` (the tokenizer's training text)."""
     if env.system_prompt:
@@ -85,7 +105,7 @@ def build_tiny_model(
     out_dir: str | Path,
     env: SingleTurnEnv,
     *,
-    vocab_size: int = 512,
+    vocab_size: int | None = None,
     hidden_size: int = 64,
     num_layers: int = 2,
     num_heads: int = 4,
@@ -96,7 +116,10 @@ def build_tiny_model(
 
     ``tools=True`` gives the tokenizer a chat template that can express tool calls (for
     ``environment_factory`` training) and trains it on the env's tool schemas too.
+    ``vocab_size`` defaults to 512, or :data:`TOOL_VOCAB_SIZE` with ``tools``.
     """
+    if vocab_size is None:
+        vocab_size = TOOL_VOCAB_SIZE if tools else 512
     import torch
     from transformers import AutoModelForCausalLM, Qwen2Config
 
@@ -107,6 +130,7 @@ def build_tiny_model(
     tags = ANSWER_TAGS if any(ANSWER_TAGS[1] in text for text in corpus[1:]) else ()
     if tools:
         corpus += [json.dumps(schema) for schema in getattr(env, "tool_schemas", list)()]
+        corpus += [tool_preamble(env)] * PREAMBLE_WEIGHT
     tokenizer = build_tokenizer(corpus, vocab_size=vocab_size, extra_tokens=tags, tools=tools)
     config = Qwen2Config(
         vocab_size=len(tokenizer),

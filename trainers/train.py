@@ -104,14 +104,15 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
         model = output_dir / TINY_MODEL_DIR
         if not (resume and (model / "config.json").is_file()):
             announce(f"building the tiny offline model (tokenizer trained on {env.id}'s text) in {model}")
-            build_tiny_model(model, env, seed=config.seed)
+            build_tiny_model(model, env, seed=config.seed, tools=isinstance(env, envs.MultiTurnEnv))
     if config.warm_start_steps:
         warm = output_dir / WARM_START_DIR
         if not (resume and (warm / "config.json").is_file()):
             from rlvr_gym.trainers.warm_start import warm_start
 
+            what = "episodes (tool calls, then the answer)" if isinstance(env, envs.MultiTurnEnv) else "answers"
             announce(
-                f"supervised warm start: {config.warm_start_steps} steps on {env.id}'s reference answers, "
+                f"supervised warm start: {config.warm_start_steps} steps on {env.id}'s reference {what}, "
                 "so the tiny model can write a tagged answer before GRPO (a stated shortcut; "
                 f"about {estimate_warm_start_s(config.warm_start_steps)} s on a CPU)"
             )

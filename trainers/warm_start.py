@@ -4,6 +4,10 @@ A randomly initialised tiny model never produces a correct answer, so every GRPO
 zero reward variance and nothing is learnt. A few hundred supervised steps on the env's own
 reference completions give it a policy worth reinforcing. This is a stated shortcut for demos
 and tests, not part of GRPO.
+
+A tool env's warm start is on its reference *episodes* (``env.reference_episode``), played through
+``env.step`` so the tool replies are the real ones, rendered with the chat template and the
+tools' schemas as TRL renders them; the loss is on the assistant turns only.
 """
 
 from __future__ import annotations
@@ -11,8 +15,18 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.error import InvalidArgument
+from typing import Any
+
+from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
+from rlvr_gym.error import InvalidArgument, RunFailed
+
+EPISODE_TASKS = 32
+"""Reference episodes played once and reused by a tool env's warm start (their tool calls cost a
+sandbox run each)."""
+EPISODE_CONTEXT = 64
+"""Tokens of context kept before each assistant turn of a warm-start episode: a tool env's prompt
+(system prompt, tool schemas, question) is ~800 tokens to the tiny model, and the tool-call format
+is learnt from the end of it at a tenth of the cost."""
 
 
 def warm_start(
@@ -39,13 +53,23 @@ def warm_start(
     model.train()
     tasks = env.tasks(env.splits[0])
     rng = random.Random(seed)
+    episodes: list[tuple[list[int], list[int]]] = []
+    if isinstance(env, MultiTurnEnv):
+        chosen = rng.sample(range(len(tasks)), min(EPISODE_TASKS, len(tasks)))
+        episodes = [
+            encode_episode(tokenizer, env, env.splits[0], index, context_tokens=EPISODE_CONTEXT)
+            for index in chosen
+        ]
     torch.manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min(1.0, (s + 1) / 20) * (1 - s / steps)
     )
     for _ in range(steps):
-        rows = [_encode(tokenizer, env, tasks[rng.randrange(len(tasks))]) for _ in range(batch_size)]
+        if episodes:
+            rows = [episodes[rng.randrange(len(episodes))] for _ in range(batch_size)]
+        else:
+            rows = [_encode(tokenizer, env, tasks[rng.randrange(len(tasks))]) for _ in range(batch_size)]
         width = max(len(ids) for ids, _ in rows)
         pad = tokenizer.pad_token_id
         input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in rows])
@@ -77,3 +101,36 @@ def _encode(tokenizer, env: SingleTurnEnv, task) -> tuple[list[int], list[int]]:
         tokenizer.eos_token_id
     ]
     return prompt_ids + answer_ids, [-100] * len(prompt_ids) + answer_ids
+
+
+def encode_episode(
+    tokenizer: Any, env: MultiTurnEnv, split: str, index: int, *, context_tokens: int | None = None
+) -> tuple[list[int], list[int]]:
+    """Token ids and labels of the reference episode on one task: the conversation as the chat
+    template renders it with the tools (what the policy sees under TRL's tool loop and in eval),
+    labels on the assistant turns only (prompt, tool replies and feedback are masked).
+    ``context_tokens`` keeps only that many tokens of the context before each assistant turn."""
+    tools = env.tool_schemas()
+    obs, info = env.reset(options={"index": index, "split": split})
+    messages: list[dict[str, Any]] = list(obs)
+    ids: list[int] = []
+    labels: list[int] = []
+    rendered = ""
+    for action in env.reference_episode(info["task"]):
+        prompt = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+        obs, _, terminated, truncated, _ = env.step(action)
+        assistant = obs[len(messages)]
+        whole = tokenizer.apply_chat_template([*messages, assistant], tools=tools, tokenize=False)
+        if not (prompt.startswith(rendered) and whole.startswith(prompt)):
+            raise RunFailed(f"{env.id}: the chat template does not render a conversation prefix-stable")
+        context = tokenizer(prompt[len(rendered) :], add_special_tokens=False)["input_ids"]
+        if context_tokens is not None:
+            context = context[-context_tokens:]
+        reply = tokenizer(whole[len(prompt) :].rstrip("\n"), add_special_tokens=False)["input_ids"]
+        ids += context + reply
+        labels += [-100] * len(context) + reply
+        rendered = prompt + whole[len(prompt) :].rstrip("\n")
+        messages = list(obs)
+        if terminated or truncated:
+            break
+    return ids, labels
