@@ -133,7 +133,7 @@ class Greeter(GSM8KPythonEnv):
 
 def test_a_tool_argument_named_name_reaches_the_tool():
     adapter = environment_factory(Greeter())()
-    adapter.reset()
+    adapter.reset(task_split="train", task_index=0)
     assert adapter.greet(name="Ada") == "Hello, Ada!"
 
 

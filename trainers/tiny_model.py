@@ -55,7 +55,7 @@ def tool_preamble(env: SingleTurnEnv) -> str:
     from jinja2 import Template
 
     messages = [{"role": "system", "content": env.system_prompt or ""}]
-    tools = env.tool_schemas()  # type: ignore[attr-defined]
+    tools = getattr(env, "tool_schemas", list)()  # a single-step env served behind tools has none
     return Template(tool_chat_template()).render(messages=messages, tools=tools, add_generation_prompt=False)
 
 
