@@ -518,8 +518,16 @@ FRACTIONS = r"\begin{pmatrix}\frac{1}{2} & \frac{3}{4} \\ \frac{5}{6} & \frac{7}
         ("Answer $ \n 9 \n $", "9", False),  # inline math does not span lines (their label too)
         ("Answer \\( \n 9 \n \\)", "9", False),
         # One math block and nothing else is the answer, however many words it holds.
-        ("$$\\text{The midpoints form a regular hexagon}$$", "\\text{The midpoints form a regular hexagon}", True),
-        ("$$\\text{The midpoints form a regular pentagon}$$", "\\text{The midpoints form a regular hexagon}", False),
+        (
+            "$$\\text{The midpoints form a regular hexagon}$$",
+            "\\text{The midpoints form a regular hexagon}",
+            True,
+        ),
+        (
+            "$$\\text{The midpoints form a regular pentagon}$$",
+            "\\text{The midpoints form a regular hexagon}",
+            False,
+        ),
         # Several math pieces on one line are several values, never the last one alone.
         ("$1$ and $2$ and $3$", "3", False),
         ("$5$ or $6$", "6", False),
@@ -541,7 +549,11 @@ FRACTIONS = r"\begin{pmatrix}\frac{1}{2} & \frac{3}{4} \\ \frac{5}{6} & \frac{7}
         (f"The product is ${B} {A}$", r"\begin{pmatrix}19 & 22 \\ 43 & 50\end{pmatrix}", False),  # AB != BA
         (f"The product is ${A} {COL}$", r"\begin{pmatrix}5 \\ 11\end{pmatrix}", True),
         (f"The product is ${COL} {A}$", r"\begin{pmatrix}5 \\ 11\end{pmatrix}", False),  # shapes do not fit
-        (f"The sum is ${A} + {COL}$", r"\begin{pmatrix}2 & 3 \\ 5 & 6\end{pmatrix}", False),  # no broadcasting
+        (
+            f"The sum is ${A} + {COL}$",
+            r"\begin{pmatrix}2 & 3 \\ 5 & 6\end{pmatrix}",
+            False,
+        ),  # no broadcasting
     ],
 )
 def test_mathverify_rows_and_their_near_misses(
@@ -549,3 +561,32 @@ def test_mathverify_rows_and_their_near_misses(
 ) -> None:
     """Math-Verify's labelled rows we now accept (issue 37 item 6), each next to the near misses that stay out."""
     assert verifier(completion, {"answer": gold}).passed is passed, (completion, gold)
+
+
+RUN_ON = (
+    "We can rewrite the equation as: P(A) = 1/2 + (1/2) * (1/2) * P(A) Now, we can solve for P(A): "
+    "P(A) - (1/4) * P(A) = 1/2 (3/4) * P(A) = 1/2 P(A) = (1/2) / (3/4) P(A) = (1/2) * (4/3) P(A) = 2/3 "
+)
+
+
+@pytest.mark.parametrize(
+    ("completion", "gold", "passed"),
+    [
+        (RUN_ON + "Therefore, the probability that Alice wins the game is 2/3.", "2/3", True),
+        (
+            RUN_ON + "Therefore, the probability that Alice wins the game is 2/3. <|im_start|>user",
+            "$2/3$",
+            True,
+        ),
+        (RUN_ON + "Thus the probability is 2/3.", "2/3", True),
+        (RUN_ON + "Therefore, the probability that Alice wins the game is 2/3.", "1/3", False),
+        (RUN_ON + "Therefore, the probability is 1/3 or 2/3.", "2/3", False),
+        (RUN_ON + "Therefore, the probability is about 2/3.", "2/3", False),
+        ("P(A) is 1/3 or 2/3 therefore, it is 2/3.", "2/3", False),  # lower case: one sentence, a hedge
+    ],
+)
+def test_conclusion_without_its_full_stop_is_its_own_sentence(
+    verifier: MathVerifier, completion: str, gold: str, passed: bool
+) -> None:
+    """A capitalised "Therefore"/"Thus" opens the last sentence even when the one before lacks its full stop."""
+    assert verifier(completion, {"answer": gold}).passed is passed, completion[-60:]

@@ -227,6 +227,9 @@ _UNCOMMITTED = re.compile(
 )
 """Words that make a final number a hedge, a list, a range or an estimate, not a commitment."""
 MAX_FINAL_SENTENCE = 200
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\s+(?=(?:Therefore|Thus|Hence|So),?\s)")
+"""Where a sentence ends: after ``.!?``, or before a capitalised "Therefore"/"Thus"/"Hence"/"So"
+that opens a conclusion whose full stop was left out (``P(A) = 2/3 Therefore, ... is 2/3.``)."""
 
 
 def own_turn(text: str) -> str:
@@ -245,7 +248,7 @@ def final_number(text: str) -> str | None:
     a percent sign stays (``15%`` may be the fraction 0.15).
     """
     line = own_turn(text).rstrip()[-(MAX_FINAL_SENTENCE * 2) :].rpartition("\n")[2]
-    sentence = re.split(r"(?<=[.!?])\s+", line)[-1]
+    sentence = _SENTENCE_BREAK.split(line)[-1]
     if len(sentence) > MAX_FINAL_SENTENCE or _UNCOMMITTED.search(sentence):
         return None
     match = _last(_FINAL_NUMBER, sentence, len(sentence))

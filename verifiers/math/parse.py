@@ -643,15 +643,21 @@ def _matrix_sum(left: Matrix, right: Matrix, sign: int) -> Matrix:
     """``A + B`` and ``A - B`` entry by entry (exact: the entries are sympy expressions)."""
     if len(left.rows) != len(right.rows) or len(left.rows[0]) != len(right.rows[0]):
         raise ParseError("matrices of different shapes added")
-    return Matrix(tuple(tuple(a + sign * b for a, b in zip(ra, rb)) for ra, rb in zip(left.rows, right.rows)))
+    pairs = zip(left.rows, right.rows, strict=True)
+    return Matrix(tuple(tuple(a + sign * b for a, b in zip(ra, rb, strict=True)) for ra, rb in pairs))
 
 
 def _matrix_product(left: Matrix, right: Matrix) -> Matrix:
     """``AB``: rows of ``A`` times columns of ``B`` (exact)."""
     if len(left.rows[0]) != len(right.rows):
         raise ParseError("matrices of incompatible shapes multiplied")
-    columns = list(zip(*right.rows))
-    return Matrix(tuple(tuple(sympy.Add(*(a * b for a, b in zip(row, col))) for col in columns) for row in left.rows))
+    columns = list(zip(*right.rows, strict=True))
+    return Matrix(
+        tuple(
+            tuple(sympy.Add(*(a * b for a, b in zip(row, col, strict=True))) for col in columns)
+            for row in left.rows
+        )
+    )
 
 
 def _scalar(value: object) -> sympy.Expr:
