@@ -500,3 +500,93 @@ def test_big_operator_renderings(verifier: MathVerifier, a: int, b: int, start: 
         f"{op}_{{k={start}}}^{{n}} ({b} + {a + 1}k)",
     ):
         assert not verifier(f"\\boxed{{{miss}}}", {"answer": gold}).passed, (gold, miss)
+
+
+A = r"\begin{pmatrix}1 & 2 \\ 3 & 4\end{pmatrix}"
+B = r"\begin{pmatrix}5 & 6 \\ 7 & 8\end{pmatrix}"
+COL = r"\begin{pmatrix}1 \\ 2\end{pmatrix}"
+FRACTIONS = r"\begin{pmatrix}\frac{1}{2} & \frac{3}{4} \\ \frac{5}{6} & \frac{7}{8}\end{pmatrix}"
+
+
+@pytest.mark.parametrize(
+    ("completion", "gold", "passed"),
+    [
+        # Issue 37 item 6, Math-Verify's rows: "Answer" then a display over lines.
+        ("Answer \\[ \n 9 \n \\]", "9", True),
+        ("Answer $$ \n 9 \n $$", "9", True),
+        ("Answer $$ \n 8 \n $$", "9", False),
+        ("Answer $ \n 9 \n $", "9", False),  # inline math does not span lines (their label too)
+        ("Answer \\( \n 9 \n \\)", "9", False),
+        # One math block and nothing else is the answer, however many words it holds.
+        (
+            "$$\\text{The midpoints form a regular hexagon}$$",
+            "\\text{The midpoints form a regular hexagon}",
+            True,
+        ),
+        (
+            "$$\\text{The midpoints form a regular pentagon}$$",
+            "\\text{The midpoints form a regular hexagon}",
+            False,
+        ),
+        # Several math pieces on one line are several values, never the last one alone.
+        ("$1$ and $2$ and $3$", "3", False),
+        ("$5$ or $6$", "6", False),
+        ("$\\boxed{1,2,3}$", "$1$ and $2$ and $3$", True),  # as a gold, all three are the answer
+        ("$\\boxed{3}$", "$1$ and $2$ and $3$", False),
+        # The prose around one math piece is what must be short, not the matrix.
+        (f"Matrix with fractions: $ {FRACTIONS} $", FRACTIONS, True),  # 112 characters
+        (f"Matrix with fractions: $ {FRACTIONS} $ or $ {A} $", A, False),
+        # TeX's braced thousands comma with spaces.
+        ("The final answer is $14 {, }916$.", "14916", True),
+        ("The final answer is $14 {, }916$.", "14.916", False),
+        ("The final answer is $14 {, }91$.", "1491", False),  # not a group of three
+        ("The final answer is $14 {, }9160$.", "149160", False),
+        # Matrix sums and products written out are evaluated exactly.
+        (f"The sum is ${A} + {B}$", r"\begin{pmatrix}6 & 8 \\ 10 & 12\end{pmatrix}", True),
+        (f"The sum is ${A} + {B}$", r"\begin{pmatrix}6 & 8 \\ 10 & 13\end{pmatrix}", False),
+        (f"The difference is ${B} - {A}$", r"\begin{pmatrix}4 & 4 \\ 4 & 4\end{pmatrix}", True),
+        (f"The product is ${A} {B}$", r"\begin{pmatrix}19 & 22 \\ 43 & 50\end{pmatrix}", True),
+        (f"The product is ${B} {A}$", r"\begin{pmatrix}19 & 22 \\ 43 & 50\end{pmatrix}", False),  # AB != BA
+        (f"The product is ${A} {COL}$", r"\begin{pmatrix}5 \\ 11\end{pmatrix}", True),
+        (f"The product is ${COL} {A}$", r"\begin{pmatrix}5 \\ 11\end{pmatrix}", False),  # shapes do not fit
+        (
+            f"The sum is ${A} + {COL}$",
+            r"\begin{pmatrix}2 & 3 \\ 5 & 6\end{pmatrix}",
+            False,
+        ),  # no broadcasting
+    ],
+)
+def test_mathverify_rows_and_their_near_misses(
+    verifier: MathVerifier, completion: str, gold: str, passed: bool
+) -> None:
+    """Math-Verify's labelled rows we now accept (issue 37 item 6), each next to the near misses that stay out."""
+    assert verifier(completion, {"answer": gold}).passed is passed, (completion, gold)
+
+
+RUN_ON = (
+    "We can rewrite the equation as: P(A) = 1/2 + (1/2) * (1/2) * P(A) Now, we can solve for P(A): "
+    "P(A) - (1/4) * P(A) = 1/2 (3/4) * P(A) = 1/2 P(A) = (1/2) / (3/4) P(A) = (1/2) * (4/3) P(A) = 2/3 "
+)
+
+
+@pytest.mark.parametrize(
+    ("completion", "gold", "passed"),
+    [
+        (RUN_ON + "Therefore, the probability that Alice wins the game is 2/3.", "2/3", True),
+        (
+            RUN_ON + "Therefore, the probability that Alice wins the game is 2/3. <|im_start|>user",
+            "$2/3$",
+            True,
+        ),
+        (RUN_ON + "Thus the probability is 2/3.", "2/3", True),
+        (RUN_ON + "Therefore, the probability that Alice wins the game is 2/3.", "1/3", False),
+        (RUN_ON + "Therefore, the probability is 1/3 or 2/3.", "2/3", False),
+        (RUN_ON + "Therefore, the probability is about 2/3.", "2/3", False),
+        ("P(A) is 1/3 or 2/3 therefore, it is 2/3.", "2/3", False),  # lower case: one sentence, a hedge
+    ],
+)
+def test_conclusion_without_its_full_stop_is_its_own_sentence(
+    verifier: MathVerifier, completion: str, gold: str, passed: bool
+) -> None:
+    """A capitalised "Therefore"/"Thus" opens the last sentence even when the one before lacks its full stop."""
+    assert verifier(completion, {"answer": gold}).passed is passed, completion[-60:]

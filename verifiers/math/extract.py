@@ -27,6 +27,8 @@ MAX_JOINED_BOXES = 10
 MAX_JOINING_PHRASE = 40
 _JOINING_WORD = re.compile(r"\b(?:and|or)\b")
 _SEQUENCE_WORD = re.compile(r"\b(?:then|so|thus|hence|therefore|but|wait|again|instead|actually|not)\b", re.I)
+_ANSWER_WORD = re.compile(r"^(?:final\s+)?answer\b", re.IGNORECASE)
+"""A reply "Answer" then a display on the next lines (``Answer \\[ 9 \\]``): the word goes."""
 _OPENERS = re.compile(r"\$\$|\\\[|\\\(|\$|:")
 _DISPLAY = re.compile(
     r"\s*:?\s*(?:\$\$(?P<a>[^$]{1,500}?)\$\$|\\\[(?P<b>.{1,500}?)\\\]|\\\((?P<c>.{1,500}?)\\\)|\$(?P<d>[^$]{1,500}?)\$)",
@@ -177,13 +179,22 @@ def answer_phrase(text: str) -> str | None:
 def whole_answer(text: str) -> str | None:
     """Step 5: a completion that is only the answer (one short line, or one display block)."""
     bare = text.strip()
-    if bare and "\n" not in bare and len(bare) <= 100:
-        if (math := last_math(bare)) is not None and not _ANY_MATH.fullmatch(bare):
-            return math  # "Answer \\( 9 \\)": the math in a one-line reply
+    if bare and "\n" not in bare and len(_ANY_MATH.sub("", bare)) <= 100:  # the prose is short
+        pieces = _ANY_MATH.findall(bare)
+        if len(pieces) > 1:
+            return None  # "$1$ and $2$ and $3$", "$5$ or $6$": several values, not one answer
+        only = _ANY_MATH.fullmatch(bare)
+        if pieces and only is None:
+            return last_math(bare)  # "Answer \\( 9 \\)": the math in a one-line reply
         words = _WORD.findall(_COMMAND.sub(" ", bare))
-        return bare if len(words) < MAX_BARE_WORDS else None
-    display = _DISPLAY.fullmatch(bare)
-    return _body(display) if display else None
+        if len(words) < MAX_BARE_WORDS:
+            return bare
+        return _body(only) if only else None  # one math block and nothing else, however wordy
+    said = _ANSWER_WORD.sub("", bare, count=1)
+    display = _DISPLAY.fullmatch(said)
+    if display is None or (said != bare and display.group("a") is None and display.group("b") is None):
+        return None  # after "Answer", inline math (``$..$``, ``\\(..\\)``) split over lines is not read
+    return _body(display)
 
 
 def last_math(text: str) -> str | None:
@@ -216,6 +227,9 @@ _UNCOMMITTED = re.compile(
 )
 """Words that make a final number a hedge, a list, a range or an estimate, not a commitment."""
 MAX_FINAL_SENTENCE = 200
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\s+(?=(?:Therefore|Thus|Hence|So),?\s)")
+"""Where a sentence ends: after ``.!?``, or before a capitalised "Therefore"/"Thus"/"Hence"/"So"
+that opens a conclusion whose full stop was left out (``P(A) = 2/3 Therefore, ... is 2/3.``)."""
 
 
 def own_turn(text: str) -> str:
@@ -234,7 +248,7 @@ def final_number(text: str) -> str | None:
     a percent sign stays (``15%`` may be the fraction 0.15).
     """
     line = own_turn(text).rstrip()[-(MAX_FINAL_SENTENCE * 2) :].rpartition("\n")[2]
-    sentence = re.split(r"(?<=[.!?])\s+", line)[-1]
+    sentence = _SENTENCE_BREAK.split(line)[-1]
     if len(sentence) > MAX_FINAL_SENTENCE or _UNCOMMITTED.search(sentence):
         return None
     match = _last(_FINAL_NUMBER, sentence, len(sentence))

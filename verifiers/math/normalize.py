@@ -45,8 +45,8 @@ _EULER = re.compile(r"\\(?:mathrm|text|operatorname|mathit)\s*\{\s*e\s*\}")
 _CONNECTIVE = re.compile(
     r"\\(?:text|textnormal|mbox)\s*\{\s*(?:and|or)\s*\}|\s+(?:and|or)\s+|(?<=\))\s*(?:and|or)\s*(?=\()"
 )
-_THOUSANDS_MARK = re.compile(r"(?<=\d)(?:,\\!\s*|\{,\}\s*)(?=\d{3})")
-"""``11,\\! 111`` and ``14{,}916``: a comma written as a thousands separator on purpose."""
+_THOUSANDS_MARK = re.compile(r"(?<=\d)(?:,\\!\s*|\s?\{\s*,\s*\}\s*)(?=\d{3})")
+"""``11,\\! 111``, ``14{,}916`` and ``14 {, }916``: a comma written as a thousands separator on purpose."""
 """``1 \\text{ and } 2``, ``(7,11) or (11,7)``: a list of answers (a hedge when gold has one)."""
 _PERCENT = re.compile(r"\\?%")
 _SINGLE_COMMAND = re.compile(r"(?<!\\)\\[a-zA-Z]")

@@ -277,7 +277,11 @@ class _Parser:
         left = self.parse_term()
         while self.peek() in ("+", "-", r"\pm", r"\mp"):
             op = self.take()
-            right = _scalar(self.parse_term())
+            right = self.parse_term()
+            if op in ("+", "-") and isinstance(left, Matrix) and isinstance(right, Matrix):
+                left = _matrix_sum(left, right, 1 if op == "+" else -1)
+                continue
+            right = _scalar(right)
             left = _scalar(left)
             if op == "+":
                 left = left + right
@@ -318,7 +322,11 @@ class _Parser:
                 else:
                     left = left * right
             elif self.starts_atom():
-                left = _scalar(left) * _scalar(self.parse_power())
+                right = self.parse_power()
+                if isinstance(left, Matrix) and isinstance(right, Matrix):
+                    left = _matrix_product(left, right)  # written side by side: the matrix product
+                    continue
+                left = _scalar(left) * _scalar(right)
             else:
                 return left
 
@@ -629,6 +637,27 @@ def _number(token: str) -> sympy.Rational:
     """An exact sympy number from a digits token, via ``fractions`` (sympy never sees the string)."""
     value = Fraction(token.rstrip("."))
     return sympy.Rational(value.numerator, value.denominator)
+
+
+def _matrix_sum(left: Matrix, right: Matrix, sign: int) -> Matrix:
+    """``A + B`` and ``A - B`` entry by entry (exact: the entries are sympy expressions)."""
+    if len(left.rows) != len(right.rows) or len(left.rows[0]) != len(right.rows[0]):
+        raise ParseError("matrices of different shapes added")
+    pairs = zip(left.rows, right.rows, strict=True)
+    return Matrix(tuple(tuple(a + sign * b for a, b in zip(ra, rb, strict=True)) for ra, rb in pairs))
+
+
+def _matrix_product(left: Matrix, right: Matrix) -> Matrix:
+    """``AB``: rows of ``A`` times columns of ``B`` (exact)."""
+    if len(left.rows[0]) != len(right.rows):
+        raise ParseError("matrices of incompatible shapes multiplied")
+    columns = list(zip(*right.rows, strict=True))
+    return Matrix(
+        tuple(
+            tuple(sympy.Add(*(a * b for a, b in zip(row, col, strict=True))) for col in columns)
+            for row in left.rows
+        )
+    )
 
 
 def _scalar(value: object) -> sympy.Expr:
