@@ -389,6 +389,22 @@ def test_an_answer_the_question_mentions_still_passes(
     assert question_aware(f"work\n\\boxed{{{answer}}}", {"problem": question, "answer": gold}).passed
 
 
+@pytest.mark.parametrize(
+    ("question", "gold"),
+    [  # MATH-500 problems whose math is the gold itself: the copy is the answer, the echo is not
+        ("What is $\\sqrt{53}$ in simplest radical form?", "\\sqrt{53}"),
+        ("Let $N$ be the units digit of the number $21420N$. Which nonzero value of $N$ makes it divisible by $6$?", "6"),
+    ],
+)
+@pytest.mark.parametrize("shape", ["{q}", "\\boxed{{{q}}}", "<answer>{q}</answer>", "Solve it.\n\n{q}"])
+def test_a_question_echoed_verbatim_has_no_answer_even_when_its_math_is_the_gold(
+    question_aware: MathVerifier, question: str, gold: str, shape: str
+) -> None:
+    task = {"problem": question, "answer": gold}
+    assert not question_aware(shape.format(q=question), task).passed
+    assert question_aware(f"{question}\n\nRestated; so \\boxed{{{gold}}}", task).passed
+
+
 def test_question_key_must_name_a_field() -> None:
     with pytest.raises(InvalidArgument):
         MathVerifier(question_key="")

@@ -20,6 +20,9 @@ from rlvr_gym.verifiers.math.normalize import decimal_comma, fast_number, normal
 from rlvr_gym.verifiers.protocol import Task
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
+MIN_ECHOED_QUESTION = 16
+"""A question at least this long, written out verbatim in a completion, is cut out before extraction."""
+
 _REASONS = {
     equivalence.DIFFERENT: Reason.WRONG_ANSWER,
     equivalence.INVALID: Reason.BAD_FORMAT,
@@ -47,7 +50,9 @@ class MathVerifier:
     ``question_key``: the task field holding the question. An answer that is the question's own
     expression copied back ("Evaluate $(1+2i)6-3i$." answered ``(1+2i)6-3i``, equal to the gold
     ``6+9i`` by construction) is refused as ``wrong_answer``; see
-    :mod:`rlvr_gym.verifiers.math.copied`.
+    :mod:`rlvr_gym.verifiers.math.copied`. The question written out verbatim is cut out before
+    extraction: "What is $\\sqrt{53}$ in simplest radical form?" echoed has no answer, though
+    its math is the gold.
     """
 
     def __init__(
@@ -107,6 +112,11 @@ class MathVerifier:
             return Verdict.fail(
                 Reason.BAD_FORMAT, why=f"completion longer than {MAX_COMPLETION_CHARS} characters"
             )
+        question = task.get(self.question_key) if self.question_key else None
+        if not isinstance(question, str):
+            question = None
+        elif len(question.strip()) >= MIN_ECHOED_QUESTION and question in completion:
+            completion = completion.replace(question, "\n")  # the question echoed is not the answer
         answer = extract_answer(
             completion,
             last_number_fallback=self.last_number_fallback,
@@ -122,8 +132,7 @@ class MathVerifier:
             return Verdict.fail(
                 Reason.BAD_FORMAT, answer[:80], why=f"answer longer than {MAX_ANSWER_CHARS} chars"
             )
-        question = task.get(self.question_key) if self.question_key else None
-        if isinstance(question, str) and copied_from_question(answer, question, gold_text):
+        if question is not None and copied_from_question(answer, question, gold_text):
             return Verdict.fail(
                 Reason.WRONG_ANSWER, answer, path="copied", why="the question's expression copied, not worked out"
             )
