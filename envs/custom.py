@@ -129,7 +129,9 @@ class MathDataEnv(DataEnv):
         self.rubric = Rubric(
             {
                 "correct": SingleAnswer(
-                    MathVerifier(timeout=timeout, strict=strict_answer, last_math_fallback=True)
+                    MathVerifier(
+                        timeout=timeout, strict=strict_answer, last_math_fallback=True, question_key="question"
+                    )
                 ),
                 "format": BoxedFormat(),
             },

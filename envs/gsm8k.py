@@ -61,7 +61,10 @@ class GSM8KEnv(SingleTurnEnv):
             {
                 "correct": SingleAnswer(
                     MathVerifier(
-                        last_number_fallback=last_number_fallback, timeout=timeout, strict=strict_answer
+                        last_number_fallback=last_number_fallback,
+                        timeout=timeout,
+                        strict=strict_answer,
+                        question_key="question",
                     )
                 ),
                 "format": TagFormat(),

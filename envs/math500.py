@@ -70,7 +70,12 @@ class MATH500Env(SingleTurnEnv):
         self.rubric = Rubric(
             {
                 "correct": SingleAnswer(
-                    MathVerifier(timeout=timeout, strict=strict_answer, last_math_fallback=last_math_fallback)
+                    MathVerifier(
+                        timeout=timeout,
+                        strict=strict_answer,
+                        last_math_fallback=last_math_fallback,
+                        question_key="problem",
+                    )
                 ),
                 "format": BoxedFormat(),
             },

@@ -93,7 +93,7 @@ class GSM8KPythonEnv(PythonToolEnv, GSM8KEnv):
 
     def __init__(self, *, timeout: float = 3.0, strict_answer: bool = False, **options: Any) -> None:
         super().__init__(timeout=timeout, strict_answer=strict_answer, **options)
-        self.rubric = correctness_rubric(timeout=timeout, strict=strict_answer)
+        self.rubric = correctness_rubric(timeout=timeout, strict=strict_answer, question_key="question")
 
 
 class MATH500PythonEnv(PythonToolEnv, MATH500Env):
@@ -101,4 +101,4 @@ class MATH500PythonEnv(PythonToolEnv, MATH500Env):
 
     def __init__(self, *, timeout: float = 3.0, strict_answer: bool = False, **options: Any) -> None:
         super().__init__(timeout=timeout, strict_answer=strict_answer, **options)
-        self.rubric = correctness_rubric(timeout=timeout, strict=strict_answer)
+        self.rubric = correctness_rubric(timeout=timeout, strict=strict_answer, question_key="problem")

@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import pytest
 
+from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers import Reason
 from rlvr_gym.verifiers.math import MathVerifier, extract_answer, fast_number, normalize
 from rlvr_gym.verifiers.math.parse import TooLarge, parse
@@ -337,3 +338,73 @@ def test_a_currency_sign_is_not_inline_math(solution: str, gold: str) -> None:
 def test_inline_math_still_reads_after_the_currency_rule() -> None:
     assert extract_answer("so we get $x = 5$ in the end", last_number_fallback=True) == "x = 5"
     assert extract_answer("the value is $\\frac{1}{2}$, done", last_math_fallback=True) == "\\frac{1}{2}"
+
+
+@pytest.fixture(scope="module")
+def question_aware() -> MathVerifier:
+    """MATH-500's settings: the question in ``problem``, the last-math fallback on."""
+    v = MathVerifier(timeout=TIMEOUT, last_math_fallback=True, question_key="problem")
+    v.warm_up()
+    return v
+
+
+COPIED = [  # MATH-500 problems whose own expression equals the gold: the echo scored 1.0 (issue 34)
+    ("Evaluate $(1+2i)6-3i$.", "6+9i"),
+    ("Compute $99^2+99+1$ in your head.", "9901"),
+    ("Simplify $\\sqrt{242}$.", "11\\sqrt2"),
+    ("Express $\\frac{3}{20}$ as a decimal.", "0.15"),
+    ("Simplify the following expression in $k$: $(-k + 4) + (-2 + 3k)$.", "2k+2"),
+    ("Compute: $\\displaystyle \\frac{66,666^4}{22,222^4}$.\nWhat is $|(1-i)^8|$?", "16"),
+]
+
+
+@pytest.mark.parametrize(("question", "gold"), COPIED)
+@pytest.mark.parametrize("shape", ["{q}", "\\boxed{{{q}}}", "<answer>{q}</answer>", "Solve it.\n\n{q}"])
+def test_the_questions_own_expression_echoed_back_is_not_an_answer(
+    question_aware: MathVerifier, question: str, gold: str, shape: str
+) -> None:
+    """Before: echoing "Evaluate $(1+2i)6-3i$." answered ``(1+2i)6-3i``, equal to ``6+9i``: 1.0."""
+    task = {"problem": question, "answer": gold}
+    verdict = question_aware(shape.format(q=question), task)
+    assert not verdict.passed and verdict.score == 0.0, verdict
+    copied = question_aware(f"\\boxed{{{extract_answer(question, last_math_fallback=True)}}}", task)
+    assert not copied.passed and copied.details.get("path") == "copied", copied
+    assert question_aware(f"so \\boxed{{{gold}}}", task).passed
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "answer"),
+    [
+        ("Which is larger, $2^{10}$ or $10^3$?", "2^{10}", "2^{10}"),  # the gold is in the question
+        ("Which is larger, $2^{10}$ or $10^3$?", "2^{10}", "$2^{10}$"),
+        ("Which is larger, $2^{10}$ or $10^3$?", "2^{10}", "1024"),
+        ("Which point is on the line, $A$, $B$ or $C$?", "\\text{(C)}", "C"),  # a choice named
+        ("If $x = 5$, what is $x + 1$?", "6", "6"),
+        ("Evaluate $(1+2i)6-3i$.", "6+9i", "9i + 6"),
+    ],
+)
+def test_an_answer_the_question_mentions_still_passes(
+    question_aware: MathVerifier, question: str, gold: str, answer: str
+) -> None:
+    assert question_aware(f"work\n\\boxed{{{answer}}}", {"problem": question, "answer": gold}).passed
+
+
+@pytest.mark.parametrize(
+    ("question", "gold"),
+    [  # MATH-500 problems whose math is the gold itself: the copy is the answer, the echo is not
+        ("What is $\\sqrt{53}$ in simplest radical form?", "\\sqrt{53}"),
+        ("Let $N$ be the units digit of the number $21420N$. Which nonzero value of $N$ makes it divisible by $6$?", "6"),
+    ],
+)
+@pytest.mark.parametrize("shape", ["{q}", "\\boxed{{{q}}}", "<answer>{q}</answer>", "Solve it.\n\n{q}"])
+def test_a_question_echoed_verbatim_has_no_answer_even_when_its_math_is_the_gold(
+    question_aware: MathVerifier, question: str, gold: str, shape: str
+) -> None:
+    task = {"problem": question, "answer": gold}
+    assert not question_aware(shape.format(q=question), task).passed
+    assert question_aware(f"{question}\n\nRestated; so \\boxed{{{gold}}}", task).passed
+
+
+def test_question_key_must_name_a_field() -> None:
+    with pytest.raises(InvalidArgument):
+        MathVerifier(question_key="")

@@ -203,6 +203,11 @@ def last_math(text: str) -> str | None:
     return _body(found) if found else None
 
 
+def math_spans(text: str) -> list[str]:
+    """The contents of every display or inline math in ``text``, in order (``last_math`` reads the last)."""
+    return [_body(found) for found in _ANY_MATH.finditer(text)]
+
+
 def _body(match: re.Match[str]) -> str:
     """The contents of whichever delimiter pair matched."""
     return next((group for group in match.groups() if group is not None), "").strip()

@@ -7,6 +7,7 @@ from typing import Any
 from rlvr_gym.error import InvalidArgument, InvalidType, RunFailed
 from rlvr_gym.verifiers.math import equivalence
 from rlvr_gym.verifiers.math.budget import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Worker, shared_worker
+from rlvr_gym.verifiers.math.copied import copied_from_question
 from rlvr_gym.verifiers.math.exactness import MIN_PLACES, check_precision
 from rlvr_gym.verifiers.math.extract import (
     MAX_ANSWER_CHARS,
@@ -18,6 +19,9 @@ from rlvr_gym.verifiers.math.extract import (
 from rlvr_gym.verifiers.math.normalize import decimal_comma, fast_number, normalize
 from rlvr_gym.verifiers.protocol import Task
 from rlvr_gym.verifiers.verdict import Reason, Verdict
+
+MIN_ECHOED_QUESTION = 16
+"""A question at least this long, written out verbatim in a completion, is cut out before extraction."""
 
 _REASONS = {
     equivalence.DIFFERENT: Reason.WRONG_ANSWER,
@@ -42,6 +46,13 @@ class MathVerifier:
     never a hedge or a list; off in ``strict`` mode). ``precision`` (decimal places, default 6) is
     the fewest places a written decimal needs to stand for an exact value it rounds or truncates
     to (``precision=2``: ``0.33`` for ``\\frac{1}{3}``); see :mod:`rlvr_gym.verifiers.math.exactness`.
+
+    ``question_key``: the task field holding the question. An answer that is the question's own
+    expression copied back ("Evaluate $(1+2i)6-3i$." answered ``(1+2i)6-3i``, equal to the gold
+    ``6+9i`` by construction) is refused as ``wrong_answer``; see
+    :mod:`rlvr_gym.verifiers.math.copied`. The question written out verbatim is cut out before
+    extraction: "What is $\\sqrt{53}$ in simplest radical form?" echoed has no answer, though
+    its math is the gold.
     """
 
     def __init__(
@@ -54,12 +65,16 @@ class MathVerifier:
         timeout: float = DEFAULT_TIMEOUT,
         memory_mb: int = DEFAULT_MEMORY_MB,
         precision: int = MIN_PLACES,
+        question_key: str | None = None,
     ) -> None:
         if not isinstance(answer_key, str) or not answer_key:
             raise InvalidArgument(f"answer_key must be a non-empty string, got {answer_key!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 60:
             raise InvalidArgument(f"timeout must be in (0, 60] seconds, got {timeout!r}")
+        if question_key is not None and (not isinstance(question_key, str) or not question_key):
+            raise InvalidArgument(f"question_key must be a non-empty string or None, got {question_key!r}")
         self.answer_key = answer_key
+        self.question_key = question_key
         self.last_number_fallback = bool(last_number_fallback)
         self.strict = bool(strict)
         self.last_math_fallback = bool(last_math_fallback)
@@ -97,6 +112,11 @@ class MathVerifier:
             return Verdict.fail(
                 Reason.BAD_FORMAT, why=f"completion longer than {MAX_COMPLETION_CHARS} characters"
             )
+        question = task.get(self.question_key) if self.question_key else None
+        if not isinstance(question, str):
+            question = None
+        elif len(question.strip()) >= MIN_ECHOED_QUESTION and question in completion:
+            completion = completion.replace(question, "\n")  # the question echoed is not the answer
         answer = extract_answer(
             completion,
             last_number_fallback=self.last_number_fallback,
@@ -111,6 +131,10 @@ class MathVerifier:
         if len(answer) > MAX_ANSWER_CHARS:
             return Verdict.fail(
                 Reason.BAD_FORMAT, answer[:80], why=f"answer longer than {MAX_ANSWER_CHARS} chars"
+            )
+        if question is not None and copied_from_question(answer, question, gold_text):
+            return Verdict.fail(
+                Reason.WRONG_ANSWER, answer, path="copied", why="the question's expression copied, not worked out"
             )
         result = equivalence.check(
             gold_text, answer, timeout=self.timeout, worker=self.worker, precision=self.precision
