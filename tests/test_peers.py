@@ -262,3 +262,35 @@ def test_verifiers_eval_loop_scores_an_env_with_our_verdicts(tmp_path):
         assert episode["verdict"]["reason"] == expected.reason
     assert [by_index[i]["reward"] for i in range(4)][:2] == [1.0, 1.0]
     assert 0.0 < by_index[2]["reward"] < 1.0 and by_index[3]["verdict"]["reason"] == "no_answer"
+
+
+VERIFIERS_REFUSALS = r"""
+import json
+from rlvr_gym.backends.peers.verifiers_env import env_config
+from rlvr_gym.error import Error
+
+out = {}
+for name, call in {
+    "unknown env": lambda: env_config("no-such-env"),
+    "tool env": lambda: env_config("gsm8k-python"),
+    "bad split": lambda: env_config("arith", split="nope"),
+    "bad knob": lambda: env_config("arith", seed="x"),
+}.items():
+    try:
+        call()
+        out[name] = None
+    except Error as e:
+        out[name] = str(e)
+print(json.dumps(out))
+"""
+
+
+def test_verifiers_adapter_refuses_what_it_cannot_play_with_our_errors(tmp_path):
+    pytest.importorskip("verifiers.v1", reason="pip install verifiers==0.4.0")
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", VERIFIERS_REFUSALS], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert all(out.values()), out  # each raised an rlvr_gym.Error, none a traceback from verifiers
+    assert "tool env" in out["tool env"] and "nope" in out["bad split"]

@@ -78,13 +78,7 @@ class RlvrTaskset(vf.Taskset[RlvrTask, RlvrTasksetConfig]):
 
     def load(self) -> Iterator[RlvrTask]:
         config = self.config
-        if not config.env_id:
-            raise InvalidArgument("name the env: taskset env_id (e.g. 'gsm8k')")
-        env = shared_env(config.env_id, config.env_kwargs)
-        if isinstance(env, MultiTurnEnv):
-            raise InvalidArgument(
-                f"{config.env_id!r} is a tool env; the verifiers adapter plays single-step envs"
-            )
+        env = _single_step(config.env_id, config.env_kwargs)
         split = config.split or env.splits[0]
         for index, row in enumerate(env.tasks(split)):
             yield RlvrTask(
@@ -133,6 +127,17 @@ class ChatHarness(vf.Harness[ChatHarnessConfig]):
         return vf.ProgramResult(exit_code=0, stdout=reply.choices[0].message.content or "", stderr="")
 
 
+def _single_step(env_id: str, env_kwargs: dict[str, Any]) -> Any:
+    """The shared env, refused if it is a tool env: verifiers' tools are MCP servers, ours run
+    in our sandbox inside the env's own episode loop."""
+    if not env_id:
+        raise InvalidArgument("name the env: env_id (e.g. 'gsm8k')")
+    env = shared_env(env_id, env_kwargs)
+    if isinstance(env, MultiTurnEnv):
+        raise InvalidArgument(f"{env_id!r} is a tool env; the verifiers adapter plays single-step envs")
+    return env
+
+
 def _register() -> None:
     """Make this module importable by the flat name verifiers derives from :data:`TASKSET_ID`
     (its loader cannot import a dotted module path)."""
@@ -142,7 +147,11 @@ def _register() -> None:
 def env_config(env_id: str, split: str | None = None, **env_kwargs: Any) -> vf.SingleAgentEnvConfig:
     """verifiers' config for ``env_id`` (settings as ``env_kwargs``): our taskset, our chat
     harness, in verifiers' subprocess runtime (the harness starts no process; the default
-    runtime is Prime's remote sandbox)."""
+    runtime is Prime's remote sandbox). Raises an :class:`rlvr_gym.Error` for an unknown env,
+    bad settings or a tool env, here rather than at the first rollout."""
+    env = _single_step(env_id, env_kwargs)
+    if split is not None and split not in env.splits:
+        raise InvalidArgument(f"unknown split {split!r} for {env_id!r}; splits are {list(env.splits)}")
     _register()
     return vf.SingleAgentEnvConfig(
         taskset={"id": TASKSET_ID, "env_id": env_id, "env_kwargs": plain(env_kwargs), "split": split},
