@@ -249,9 +249,18 @@ def test_verifiers_eval_loop_scores_an_env_with_our_verdicts(tmp_path):
     # Two right answers, a near miss (partial credit), one unanswered: each reward must be our verdict.
     near = f"<answer>{int(tasks[2]['answer']) + 1}</answer>"
     completions = [local.reference_completion(tasks[0]), local.reference_completion(tasks[1]), near, ""]
-    replies = {local.question(task): text for task, text in zip(tasks, completions)}
+    replies = {local.question(task): text for task, text in zip(tasks, completions, strict=True)}
     run = subprocess.run(
-        [sys.executable, "-I", "-c", VERIFIERS_SCRIPT, "arith", json.dumps(knobs), json.dumps(replies), str(tmp_path)],
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            VERIFIERS_SCRIPT,
+            "arith",
+            json.dumps(knobs),
+            json.dumps(replies),
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -264,7 +273,7 @@ def test_verifiers_eval_loop_scores_an_env_with_our_verdicts(tmp_path):
     assert report["paths"] == ["/v1/chat/completions"]  # every rollout asked the model server
     by_index = {e["label"]["index"]: e for e in report["episodes"]}
     assert sorted(by_index) == [0, 1, 2, 3]
-    for index, (task, text) in enumerate(zip(tasks, completions)):
+    for index, (task, text) in enumerate(zip(tasks, completions, strict=True)):
         expected = local.verify(text, task)
         episode = by_index[index]
         assert episode["ok"], episode["errors"]
@@ -299,7 +308,11 @@ print(json.dumps(out))
 def test_verifiers_adapter_refuses_what_it_cannot_play_with_our_errors(tmp_path):
     needs_verifiers()
     run = subprocess.run(
-        [sys.executable, "-I", "-c", VERIFIERS_REFUSALS], capture_output=True, text=True, timeout=120, cwd=tmp_path
+        [sys.executable, "-I", "-c", VERIFIERS_REFUSALS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
