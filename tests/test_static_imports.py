@@ -27,8 +27,7 @@ OPTIONAL = {
     "skyrl_gym",
     "verifiers",
 }  # extras the test command may not install: GPU only; bench-only [bench-ifeval]; [reasoning-gym]; [openenv]; [skyrl];
-# [verifiers] (PrimeIntellect's top-level `verifiers`: from the repo root pyright resolves that name to
-# our own verifiers/ folder, which has no `v1`; ours are checked as `rlvr_gym.verifiers`)
+# [verifiers] (PrimeIntellect's `verifiers.v1`; our own are checked as `rlvr_gym.verifiers`)
 
 
 def pyright() -> str:
