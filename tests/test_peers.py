@@ -6,6 +6,7 @@ venv's python (``bench/peer_venvs.sh`` builds one)."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -159,3 +160,161 @@ def test_verl_loads_compute_score_with_its_own_loader(tmp_path):
         "bad_format",
     )
     assert sys.executable != python  # verl ran in its own interpreter, not ours
+
+
+# ----- PrimeIntellect verifiers ----------------------------------------------------------------
+def needs_verifiers() -> None:
+    """Skip unless PrimeIntellect's package is installed (looked up by its distribution: here
+    ``import verifiers`` would find our own folder)."""
+    try:
+        importlib.metadata.version("verifiers")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("needs rlvr-gym[verifiers] (verifiers==0.4.0)")
+
+
+# Runs in a clean interpreter from a temp dir: inside the repo, ``import verifiers`` finds our own
+# top-level ``verifiers/`` folder (pytest puts the repo root on sys.path).
+VERIFIERS_SCRIPT = r"""
+import asyncio, json, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from verifiers.v1.cli.eval.runner import run_eval
+from verifiers.v1.configs.cli.eval import EvalConfig
+import verifiers
+
+from rlvr_gym.backends.peers import shared_env
+from rlvr_gym.backends.peers.verifiers_env import env_config, load_environment
+
+env_id, knobs, replies = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+seen = []
+
+class Model(BaseHTTPRequestHandler):
+    # A fixed 'model': the reply is looked up by the question it is asked.
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        seen.append(self.path)
+        question = body["messages"][-1]["content"]
+        text = replies.get(question, "no idea")
+        if body.get("stream"):
+            chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
+                                  "finish_reason": "stop"}]}
+            out = ("data: " + json.dumps(chunk) + "\n\ndata: [DONE]\n\n").encode()
+            kind = "text/event-stream"
+        else:
+            out = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                             "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+            kind = "application/json"
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args):
+        pass
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Model)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+assert type(load_environment(env_id, **knobs)).__name__ == "SingleAgentEnv"
+config = EvalConfig(
+    env=env_config(env_id, **knobs),
+    model="fixed",
+    client={"base_url": f"http://127.0.0.1:{server.server_port}/v1", "api_key_var": "FIXED_KEY"},
+    select={"limit": len(replies)},
+    num_rollouts=1,
+    rich=None,
+    push=False,
+    output_dir=sys.argv[4],
+)
+episodes = asyncio.run(run_eval(config))
+out = []
+for episode in episodes:
+    (trace,) = episode.traces
+    out.append({"label": trace.task.data.label, "reward": trace.reward, "ok": trace.ok,
+                "reply": trace.last_reply, "verdict": trace.info.get("verdict"),
+                "errors": [str(e) for e in trace.errors]})
+print(json.dumps({"verifiers": verifiers.__version__, "paths": sorted(set(seen)), "episodes": out}))
+"""
+
+
+@pytest.mark.slow
+def test_verifiers_eval_loop_scores_an_env_with_our_verdicts(tmp_path):
+    needs_verifiers()
+    knobs = {"seed": 3}
+    local = envs.make("arith", **knobs)
+    tasks = local.tasks(local.splits[0])[:4]
+    # Two right answers, a near miss (partial credit), one unanswered: each reward must be our verdict.
+    near = f"<answer>{int(tasks[2]['answer']) + 1}</answer>"
+    completions = [local.reference_completion(tasks[0]), local.reference_completion(tasks[1]), near, ""]
+    replies = {local.question(task): text for task, text in zip(tasks, completions, strict=True)}
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            VERIFIERS_SCRIPT,
+            "arith",
+            json.dumps(knobs),
+            json.dumps(replies),
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "FIXED_KEY": "unused"},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["verifiers"].startswith("0.4")
+    assert report["paths"] == ["/v1/chat/completions"]  # every rollout asked the model server
+    by_index = {e["label"]["index"]: e for e in report["episodes"]}
+    assert sorted(by_index) == [0, 1, 2, 3]
+    for index, (task, text) in enumerate(zip(tasks, completions, strict=True)):
+        expected = local.verify(text, task)
+        episode = by_index[index]
+        assert episode["ok"], episode["errors"]
+        assert episode["verdict"]["score"] == expected.score and episode["reward"] == expected.score
+        assert episode["verdict"]["reason"] == expected.reason
+    assert [by_index[i]["reward"] for i in range(4)][:2] == [1.0, 1.0]
+    assert 0.0 < by_index[2]["reward"] < 1.0 and by_index[3]["verdict"]["reason"] == "no_answer"
+
+
+VERIFIERS_REFUSALS = r"""
+import json
+from rlvr_gym.backends.peers.verifiers_env import env_config
+from rlvr_gym.error import Error
+
+out = {}
+for name, call in {
+    "unknown env": lambda: env_config("no-such-env"),
+    "tool env": lambda: env_config("gsm8k-python"),
+    "bad split": lambda: env_config("arith", split="nope"),
+    "bad knob": lambda: env_config("arith", seed="x"),
+}.items():
+    try:
+        call()
+        out[name] = None
+    except Error as e:
+        out[name] = str(e)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_verifiers_adapter_refuses_what_it_cannot_play_with_our_errors(tmp_path):
+    needs_verifiers()
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", VERIFIERS_REFUSALS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert all(out.values()), out  # each raised an rlvr_gym.Error, none a traceback from verifiers
+    assert "tool env" in out["tool env"] and "nope" in out["bad split"]

@@ -25,7 +25,9 @@ OPTIONAL = {
     "reasoning_gym",
     "openenv",
     "skyrl_gym",
-}  # extras the test command may not install: GPU only; bench-only [bench-ifeval]; [reasoning-gym]; [openenv]; [skyrl]
+    "verifiers",
+}  # extras the test command may not install: GPU only; bench-only [bench-ifeval]; [reasoning-gym]; [openenv]; [skyrl];
+# [verifiers] (PrimeIntellect's `verifiers.v1`; our own are checked as `rlvr_gym.verifiers`)
 
 
 def pyright() -> str:

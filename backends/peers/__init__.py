@@ -3,7 +3,7 @@
 * :mod:`.verl_reward` — verl's ``compute_score(data_source, solution_str, ground_truth, extra_info)``,
   loaded by verl's custom-reward-function loader (a file path and a function name);
 * :mod:`.skyrl_env` — a skyrl-gym ``BaseTextEnv`` (registered as ``rlvr_gym`` in skyrl-gym);
-* :mod:`.prime_env` — a PrimeIntellect ``verifiers`` Environment from ``load_environment``.
+* :mod:`.verifiers_env` — a PrimeIntellect ``verifiers`` 0.4 Environment from ``load_environment``.
 
 All three name a task by a label (:mod:`rlvr_gym.backends.task_labels`) and score through the
 env's own rubric, so verdicts are the ones our trainers, eval and audit see. Each peer package
