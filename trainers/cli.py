@@ -328,6 +328,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     print(f"rollouts: {result.output_dir / 'rollouts.jsonl'}")
     print(f"summary:  {result.output_dir / 'summary.json'}")
+    for line in s["warnings"]:  # said during the eval too; repeated last, where it is read
+        print(f"WARNING: {line}")
     return 0
 
 

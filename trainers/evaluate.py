@@ -4,7 +4,8 @@ Generation uses transformers ``generate`` (any machine); vLLM is used only when 
 and a CUDA GPU is present, and asking for it elsewhere is refused with the reason. Every scored
 rollout is appended to ``rollouts.jsonl`` at once, so an interrupted eval resumes where it
 stopped without re-scoring anything; ``summary.json`` holds accuracy, unbiased pass@k, mean
-reward per verifier component and verdict-reason counts.
+reward per verifier component, verdict-reason counts, and warnings when the completions echo
+the prompt or every task's samples are identical (:mod:`rlvr_gym.trainers.sample_checks`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
 from rlvr_gym.trainers import run_dir
 from rlvr_gym.trainers.model_ref import check_model_reference
 from rlvr_gym.trainers.passk import mean_pass_at_k
+from rlvr_gym.trainers.sample_checks import sample_warnings
 
 SUMMARY_FILE = "summary.json"
 SETTINGS_FILE = "eval_settings.json"
@@ -350,11 +352,15 @@ def evaluate(
         wall = time.perf_counter() - started
         rows = [log.rows[(None, split, i, s)] for i in range(len(tasks)) for s in range(n)]
 
+    checks = sample_warnings(rows, n, temperature)
+    for line in checks["warnings"]:
+        announce(f"WARNING: {line}")
     summary = {
         **settings,
         "engine": sampler.engine if sampler is not None else None,
         "k": ks,
         **summarise(rows, n, ks),
+        **checks,
         "this_session": {
             "rollouts_scored": generated,
             "rollouts_resumed": resumed,
