@@ -351,6 +351,8 @@ def evaluate(
             bar.close()
         wall = time.perf_counter() - started
         rows = [log.rows[(None, split, i, s)] for i in range(len(tasks)) for s in range(n)]
+        report = getattr(scorer, "report", None)  # Ray's: nodes, actors, losses and re-runs
+        scoring_report = report() if callable(report) else {"backend": scoring}
 
     checks = sample_warnings(rows, n, temperature)
     for line in checks["warnings"]:
@@ -369,6 +371,7 @@ def evaluate(
             "generate_s": round(gen_s, 3),
             "verify_s": round(verify_s, 3),
             "rollouts_per_s": round(generated / wall, 2) if generated and wall > 0 else None,
+            "scoring": scoring_report,
         },
     }
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
