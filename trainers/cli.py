@@ -466,7 +466,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_flags(p, RunConfig, required=("env_id",))
     p.add_argument("--backend", default="auto", help="training backend (default: chosen from the hardware)")
-    p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output-dir")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the last checkpoint (or a finished warm start) in --output-dir",
+    )
     p.add_argument(
         "--overwrite",
         action="store_true",
