@@ -77,8 +77,11 @@ def fitted_completion_length(env_id: str, env_kwargs: dict[str, Any], tasks: int
 
     env = envs.make(env_id, **env_kwargs)
     tokenizer, _ = env_tokenizer(env)
-    rows = list(itertools.islice(env.tasks(env.splits[0]), tasks))
-    lengths = [
-        len(tokenizer(env.reference_completion(row), add_special_tokens=False)["input_ids"]) for row in rows
-    ]
-    return max(lengths, default=1) + 1  # and the end-of-text token where there is no closing tag
+    lengths = []
+    for row in itertools.islice(env.tasks(env.splits[0]), tasks):
+        try:
+            reference = env.reference_completion(row)
+        except NotImplementedError:  # an env without reference answers: nothing to size by
+            continue
+        lengths.append(len(tokenizer(reference, add_special_tokens=False)["input_ids"]))
+    return max(lengths, default=0) + 1  # and the end-of-text token where there is no closing tag
