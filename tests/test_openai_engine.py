@@ -157,7 +157,20 @@ def test_bad_settings_and_a_missing_server_are_one_line(tmp_path, capsys):
 
 
 @pytest.fixture(scope="module")
-def served_tiny_model(warm_arith_model):
+def servable_model(warm_arith_model, tmp_path_factory):
+    """A copy of the warm tiny model with the response template a server needs (the shared
+    model stays as training uses it)."""
+    import shutil
+
+    from rlvr_gym.trainers.tiny_model import make_servable
+
+    copy = tmp_path_factory.mktemp("served") / "warm"
+    shutil.copytree(warm_arith_model, copy)
+    return make_servable(copy)
+
+
+@pytest.fixture(scope="module")
+def served_tiny_model(servable_model):
     """``transformers serve`` (needs rlvr-gym[serve]) serving the warm tiny model on 127.0.0.1."""
     binary = Path(sys.executable).with_name("transformers")
     if not binary.exists():
@@ -167,7 +180,7 @@ def served_tiny_model(warm_arith_model):
     pytest.importorskip("requests", reason="the transformers CLI needs rlvr-gym[serve]")
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    command = [str(binary), "serve", str(warm_arith_model), "--host", "127.0.0.1", "--port", str(port)]
+    command = [str(binary), "serve", str(servable_model), "--host", "127.0.0.1", "--port", str(port)]
     process = subprocess.Popen(
         command + ["--device", "cpu"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -188,9 +201,9 @@ def served_tiny_model(warm_arith_model):
 
 @pytest.mark.slow
 def test_eval_against_transformers_serve_scores_logs_and_resumes_like_a_local_eval(
-    served_tiny_model, warm_arith_model, tmp_path, capsys
+    served_tiny_model, servable_model, tmp_path, capsys
 ):
-    model = str(warm_arith_model)
+    model = str(servable_model)
     argv = ["eval", "--engine", "openai", "--base-url", served_tiny_model, "--model", model, "--env", "arith"]
     argv += [
         "--n",
@@ -221,7 +234,7 @@ def test_eval_against_transformers_serve_scores_logs_and_resumes_like_a_local_ev
 
 @pytest.mark.slow
 def test_local_and_served_eval_of_one_model_agree_within_sampling_noise(
-    served_tiny_model, warm_arith_model, tmp_path
+    served_tiny_model, servable_model, warm_arith_model, tmp_path
 ):
     """Before: transformers serve parsed the tiny model's replies with Qwen2's ChatML template and
     returned the rendered prompt as each completion (its system prompt's <answer>42</answer> was
@@ -231,7 +244,7 @@ def test_local_and_served_eval_of_one_model_agree_within_sampling_noise(
     model = str(warm_arith_model)
     common = dict(n=4, k=[1, 4], limit=12, max_new_tokens=16, temperature=1.0, progress=False)
     local = evaluate("arith", model, output_dir=tmp_path / "local", **common).summary
-    sampler = OpenAISampler(served_tiny_model, model, max_new_tokens=16, temperature=1.0)
+    sampler = OpenAISampler(served_tiny_model, str(servable_model), max_new_tokens=16, temperature=1.0)
     served = evaluate("arith", model, output_dir=tmp_path / "served", sampler=sampler, **common).summary
     rollouts = local["rollouts"]
     for key in ("accuracy", "reward/mean"):  # scores in [0, 1]: binomial noise bounds both

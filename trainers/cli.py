@@ -191,12 +191,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_tiny_model(args: argparse.Namespace) -> int:
     """Build the tiny offline model (tokenizer trained on ``--env``'s text) into OUT."""
-    from rlvr_gym.trainers.tiny_model import build_tiny_model
+    from rlvr_gym.trainers.tiny_model import build_tiny_model, make_servable
 
     env = envs.make(args.env, **parse_env_args(args.env_arg))
     path = build_tiny_model(
         args.out, env, hidden_size=args.hidden_size, num_layers=args.num_layers, seed=args.seed
     )
+    make_servable(path)  # `transformers serve OUT` then returns what the model wrote
     print(f"tiny model written to {path}")
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -243,4 +244,10 @@ def train(
     model = prepare_model(env, config, resume=resume)
     # --resume of a run killed after its warm start but before its first checkpoint: GRPO starts
     # again from the reused warm start (run_dir.prepare said so), not from a checkpoint
-    return module.train(env, config, model=model, resume=folder.checkpoint is not None, **options)
+    result = module.train(env, config, model=model, resume=folder.checkpoint is not None, **options)
+    rank0 = os.environ.get("RANK", "0") == "0"  # one writer where ranks share the folder
+    if rank0 and config.model is None and result.model_dir is not None and Path(result.model_dir).is_dir():
+        from rlvr_gym.trainers.tiny_model import make_servable
+
+        make_servable(result.model_dir)  # the trained tiny model serves faithfully (docs/runs.md)
+    return result
