@@ -172,7 +172,7 @@ class RunConfig:
     audit_skip: tuple[str, ...] = field(
         default=(),
         metadata=about(
-            "audit families to leave out, e.g. equivalent (one family, not the whole audit)",
+            "audit families to leave out, e.g. near_miss (one family, not the whole audit)",
             metavar="FAMILY",
         ),
     )

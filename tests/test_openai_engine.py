@@ -37,7 +37,7 @@ def free_port() -> int:
 
 class Scripted(BaseHTTPRequestHandler):
     """Chat completions that fail with the statuses in ``server.script`` first, then answer
-    ``<answer>5</answer>`` (n choices when asked for n)."""
+    ``server.reply`` (``<answer>5</answer>``; n choices when asked for n)."""
 
     def do_POST(self):  # noqa: N802 (http.server's name)
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -54,7 +54,7 @@ class Scripted(BaseHTTPRequestHandler):
                 {
                     "index": i,
                     "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": "<answer>5</answer>"},
+                    "message": {"role": "assistant", "content": server.reply},
                 }
                 for i in range(body.get("n", 1))
             ]
@@ -82,6 +82,7 @@ def scripted():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
     server.lock = threading.Lock()
     server.requests, server.script, server.always = [], [], None
+    server.reply = "<answer>5</answer>"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -156,7 +157,20 @@ def test_bad_settings_and_a_missing_server_are_one_line(tmp_path, capsys):
 
 
 @pytest.fixture(scope="module")
-def served_tiny_model(warm_arith_model):
+def servable_model(warm_arith_model, tmp_path_factory):
+    """A copy of the warm tiny model with the response template a server needs (the shared
+    model stays as training uses it)."""
+    import shutil
+
+    from rlvr_gym.trainers.tiny_model import make_servable
+
+    copy = tmp_path_factory.mktemp("served") / "warm"
+    shutil.copytree(warm_arith_model, copy)
+    return make_servable(copy)
+
+
+@pytest.fixture(scope="module")
+def served_tiny_model(servable_model):
     """``transformers serve`` (needs rlvr-gym[serve]) serving the warm tiny model on 127.0.0.1."""
     binary = Path(sys.executable).with_name("transformers")
     if not binary.exists():
@@ -166,7 +180,7 @@ def served_tiny_model(warm_arith_model):
     pytest.importorskip("requests", reason="the transformers CLI needs rlvr-gym[serve]")
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    command = [str(binary), "serve", str(warm_arith_model), "--host", "127.0.0.1", "--port", str(port)]
+    command = [str(binary), "serve", str(servable_model), "--host", "127.0.0.1", "--port", str(port)]
     process = subprocess.Popen(
         command + ["--device", "cpu"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -187,9 +201,9 @@ def served_tiny_model(warm_arith_model):
 
 @pytest.mark.slow
 def test_eval_against_transformers_serve_scores_logs_and_resumes_like_a_local_eval(
-    served_tiny_model, warm_arith_model, tmp_path, capsys
+    served_tiny_model, servable_model, tmp_path, capsys
 ):
-    model = str(warm_arith_model)
+    model = str(servable_model)
     argv = ["eval", "--engine", "openai", "--base-url", served_tiny_model, "--model", model, "--env", "arith"]
     argv += [
         "--n",
@@ -216,3 +230,49 @@ def test_eval_against_transformers_serve_scores_logs_and_resumes_like_a_local_ev
 
     assert main(argv) == 0  # resumed: nothing sampled or scored again
     assert "scored 0 rollouts this run, resumed 6" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_local_and_served_eval_of_one_model_agree_within_sampling_noise(
+    served_tiny_model, servable_model, warm_arith_model, tmp_path
+):
+    """Before: transformers serve parsed the tiny model's replies with Qwen2's ChatML template and
+    returned the rendered prompt as each completion (its system prompt's <answer>42</answer> was
+    scored), and sampled greedily whatever the temperature: the served eval measured the prompt."""
+    import math
+
+    model = str(warm_arith_model)
+    common = dict(n=4, k=[1, 4], limit=12, max_new_tokens=16, temperature=1.0, progress=False)
+    local = evaluate("arith", model, output_dir=tmp_path / "local", **common).summary
+    sampler = OpenAISampler(served_tiny_model, str(servable_model), max_new_tokens=16, temperature=1.0)
+    served = evaluate("arith", model, output_dir=tmp_path / "served", sampler=sampler, **common).summary
+    rollouts = local["rollouts"]
+    for key in ("accuracy", "reward/mean"):  # scores in [0, 1]: binomial noise bounds both
+        p = (local[key] + served[key]) / 2
+        noise = 4 * math.sqrt(max(p * (1 - p), 0.02) * 2 / rollouts)
+        assert abs(local[key] - served[key]) <= noise, (key, local[key], served[key])
+
+    def mean_length(folder):
+        rows = [json.loads(line) for line in (folder / "rollouts.jsonl").read_text().splitlines()]
+        return sum(len(r["completion"]) for r in rows) / len(rows)
+
+    local_len, served_len = mean_length(tmp_path / "local"), mean_length(tmp_path / "served")
+    assert 0.5 < served_len / local_len < 2, (local_len, served_len)  # an echoed prompt is ~8x longer
+    assert served["echoed_prompt"] == 0 and served["warnings"] == [], served["warnings"]
+    assert served["identical_samples"] < served["tasks"]
+
+
+def test_an_echoed_prompt_and_greedy_samples_are_warned_about(scripted, tmp_path, capsys):
+    """A server that returns the rendered prompt, the same text for every sample: both are named
+    on the console and in summary.json, not scored silently."""
+    env = envs.make("arith")
+    task = env.tasks("test")[0]
+    system, user = (m["content"] for m in env.prompt(task))
+    scripted.reply = f"<|system|>\n{system}<|end|>\n<|user|>\n{user}<|end|>\n<|assistant|>\n"
+    sampler = OpenAISampler(url(scripted), "served-model", max_new_tokens=8)
+    options = dict(n=2, k=[1, 2], limit=2, output_dir=tmp_path, sampler=sampler, progress=False)
+    summary = evaluate(env, "served-model", **options).summary
+    assert summary["echoed_prompt"] >= 2 and summary["identical_samples"] == 2
+    assert len(summary["warnings"]) == 2
+    out = capsys.readouterr().out
+    assert "WARNING: " in out and "contain the whole prompt" in out and "identical" in out

@@ -9,6 +9,7 @@ or connects anywhere else.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -95,7 +96,7 @@ def test_ray_verdicts_equal_local_verdicts(cluster, batch):
     assert as_dicts(remote) == as_dicts(local)
 
 
-def test_a_node_removed_mid_batch_loses_and_duplicates_nothing(cluster):
+def test_a_node_removed_mid_batch_loses_and_duplicates_nothing(cluster, capsys):
     if not HUMANEVAL.exists():
         pytest.skip(f"offline HumanEval copy not found at {HUMANEVAL}")
     from rlvr_gym.verifiers.code.sandbox import Limits
@@ -125,8 +126,14 @@ def test_a_node_removed_mid_batch_loses_and_duplicates_nothing(cluster):
         cluster.remove_node(extra, allow_graceful=False)
         worker.join(120)
         assert not worker.is_alive(), "the batch hung after losing a node"
+        report = scorer.report()
     finally:
         scorer.close()
+    # the console says where scoring runs and the loss in one line each; summary.json counts it
+    out = capsys.readouterr().out
+    assert "scoring on Ray at" in out and "3 node(s), 3 actor(s)" in out
+    assert out.count("left the Ray cluster") == 1
+    assert report["lost_nodes"] == 1 and report["rerun_items"] > 0 and report["nodes"] == 2
     assert scorer.stats["lost_actors"] >= 1, "the batch never saw the node go: the test proved nothing"
     assert len(result["v"]) == len(completions) and None not in result["v"]  # nothing lost
     assert as_dicts(result["v"]) == local  # every item once, in order, as local scores it
@@ -248,9 +255,13 @@ def test_eval_audit_and_training_rewards_score_through_ray(cluster, tmp_path):
             scoring=scoring,
             ray_address=cluster.address if scoring == "ray" else None,
         )
-        return {k: v for k, v in result.summary.items() if k != "this_session"}
+        summary = result.summary
+        assert summary["this_session"]["scoring"]["backend"] == scoring
+        return {k: v for k, v in summary.items() if k != "this_session"}
 
     assert run_eval("ray", "ray") == run_eval("local", "local")
+    report = json.loads((tmp_path / "ray" / "summary.json").read_text())["this_session"]["scoring"]
+    assert report["nodes"] == 2 and report["lost_nodes"] == 0 and report["rerun_items"] == 0
     scorer = make_scorer(env, "ray", ray_address=cluster.address)
     try:
         remote = audit(env, n_tasks=2, fast=True, score=scored_by(scorer)).to_dict()

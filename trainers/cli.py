@@ -192,12 +192,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_tiny_model(args: argparse.Namespace) -> int:
     """Build the tiny offline model (tokenizer trained on ``--env``'s text) into OUT."""
-    from rlvr_gym.trainers.tiny_model import build_tiny_model
+    from rlvr_gym.trainers.tiny_model import build_tiny_model, make_servable
 
     env = envs.make(args.env, **parse_env_args(args.env_arg))
     path = build_tiny_model(
         args.out, env, hidden_size=args.hidden_size, num_layers=args.num_layers, seed=args.seed
     )
+    make_servable(path)  # `transformers serve OUT` then returns what the model wrote
     print(f"tiny model written to {path}")
     return 0
 
@@ -334,6 +335,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     print(f"rollouts: {result.output_dir / 'rollouts.jsonl'}")
     print(f"summary:  {result.output_dir / 'summary.json'}")
+    for line in s["warnings"]:  # said during the eval too; repeated last, where it is read
+        print(f"WARNING: {line}")
     return 0
 
 
@@ -470,7 +473,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_flags(p, RunConfig, required=("env_id",))
     p.add_argument("--backend", default="auto", help="training backend (default: chosen from the hardware)")
-    p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output-dir")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the last checkpoint (or a finished warm start) in --output-dir",
+    )
     p.add_argument(
         "--overwrite",
         action="store_true",

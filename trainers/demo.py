@@ -7,9 +7,15 @@ run from ``train(config=demo_config("arith"))``. These are demo settings, not de
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
+from rlvr_gym import envs
 from rlvr_gym.backends.config import RunConfig
+from rlvr_gym.backends.console import announce
+
+REFERENCE_SAMPLE = 256
+"""Reference answers measured to size the demo's completion length."""
 
 TINY_DEMO: dict[str, Any] = {
     "warm_start_steps": 200,
@@ -69,7 +75,40 @@ def is_tool_env(env_id: str) -> bool:
 def demo_config(env_id: str, **settings: Any) -> RunConfig:
     """The tiny-model demo on ``env_id``: :data:`TINY_DEMO` (and :data:`TINY_DEMO_TOOLS` for a
     tool env) and the env's :data:`TINY_DEMO_ENV` settings, with ``settings`` (any
-    :class:`RunConfig` field; ``env_kwargs`` merged) winning."""
+    :class:`RunConfig` field; ``env_kwargs`` merged) winning.
+
+    Unless ``max_completion_length`` is given (or the env is a tool env, whose preset sizes it),
+    it is sized for the env: at least every sampled reference answer in the tiny model's tokens
+    (:func:`fitted_completion_length`), so an env whose answers are longer than
+    :data:`TINY_DEMO`'s 8 tokens (countdown) can earn reward at all.
+    """
     env_kwargs = {**TINY_DEMO_ENV.get(env_id, {}), **settings.pop("env_kwargs", {})}
     tools = TINY_DEMO_TOOLS if is_tool_env(env_id) else {}
+    if "max_completion_length" not in settings and not tools:
+        preset = TINY_DEMO["max_completion_length"]
+        fitted = fitted_completion_length(env_id, env_kwargs)
+        if fitted > preset:
+            announce(
+                f"max_completion_length {fitted} (the demo's {preset} is too short for {env_id}'s reference "
+                "answers; --max-completion-length sets it)"
+            )
+            settings["max_completion_length"] = fitted
     return RunConfig(**{**TINY_DEMO, **tools, **settings, "env_id": env_id, "env_kwargs": env_kwargs})
+
+
+
+def fitted_completion_length(env_id: str, env_kwargs: dict[str, Any], tasks: int = REFERENCE_SAMPLE) -> int:
+    """Tokens the longest of ``tasks`` reference answers of the env takes in the tiny model's
+    tokenizer (built as ``tiny-model`` builds it; generation stops at ``</answer>``)."""
+    from rlvr_gym.trainers.tiny_model import env_tokenizer
+
+    env = envs.make(env_id, **env_kwargs)
+    tokenizer, _ = env_tokenizer(env)
+    lengths = []
+    for row in itertools.islice(env.tasks(env.splits[0]), tasks):
+        try:
+            reference = env.reference_completion(row)
+        except NotImplementedError:  # an env without reference answers: nothing to size by
+            continue
+        lengths.append(len(tokenizer(reference, add_special_tokens=False)["input_ids"]))
+    return max(lengths, default=0) + 1  # and the end-of-text token where there is no closing tag

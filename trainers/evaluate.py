@@ -4,7 +4,8 @@ Generation uses transformers ``generate`` (any machine); vLLM is used only when 
 and a CUDA GPU is present, and asking for it elsewhere is refused with the reason. Every scored
 rollout is appended to ``rollouts.jsonl`` at once, so an interrupted eval resumes where it
 stopped without re-scoring anything; ``summary.json`` holds accuracy, unbiased pass@k, mean
-reward per verifier component and verdict-reason counts.
+reward per verifier component, verdict-reason counts, and warnings when the completions echo
+the prompt or every task's samples are identical (:mod:`rlvr_gym.trainers.sample_checks`).
 
 A tool env (:class:`~rlvr_gym.envs.MultiTurnEnv`) is evaluated through its tool loop: each of the
 ``n`` samples of a task is an episode played with ``env.step`` — the model's messages generated
@@ -38,6 +39,7 @@ from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
 from rlvr_gym.trainers import run_dir
 from rlvr_gym.trainers.model_ref import check_model_reference
 from rlvr_gym.trainers.passk import mean_pass_at_k
+from rlvr_gym.trainers.sample_checks import sample_warnings
 
 SUMMARY_FILE = "summary.json"
 SETTINGS_FILE = "eval_settings.json"
@@ -437,16 +439,22 @@ def evaluate(
             bar.close()
         wall = time.perf_counter() - started
         rows = [log.rows[(None, split, i, s)] for i in range(len(tasks)) for s in range(n)]
+        report = getattr(scorer, "report", None)  # Ray's: nodes, actors, losses and re-runs
+        scoring_report = report() if callable(report) else {"backend": scoring}
 
     benchmark = env_obj.benchmark_metrics(
         [row["verdict"] for row in rows], [tasks[row["index"]] for row in rows]
     )
+    checks = sample_warnings(rows, n, temperature)
+    for line in checks["warnings"]:
+        announce(f"WARNING: {line}")
     summary = {
         **settings,
         "engine": sampler.engine if sampler is not None else None,
         "k": ks,
         **summarise(rows, n, ks),
         **({"benchmark": benchmark} if benchmark else {}),
+        **checks,
         "this_session": {
             "rollouts_scored": generated,
             "rollouts_resumed": resumed,
@@ -455,6 +463,7 @@ def evaluate(
             "generate_s": round(gen_s, 3),
             "verify_s": round(verify_s, 3),
             "rollouts_per_s": round(generated / wall, 2) if generated and wall > 0 else None,
+            "scoring": scoring_report,
         },
     }
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")

@@ -15,7 +15,8 @@ folder is classified first, before any model is built or loaded:
 
 ``--overwrite`` removes what a run wrote there (never from a foreign folder) before the new run
 starts, and says what it removed and what it kept: evals, the report and a user's own files stay;
-``--resume`` needs a checkpoint and says which one it continues from.
+``--resume`` needs a checkpoint and says which one it continues from, or a finished warm start
+(a run killed before its first checkpoint: GRPO starts again from the warm start).
 """
 
 from __future__ import annotations
@@ -147,6 +148,11 @@ def prepare(folder: str | Path, *, resume: bool, overwrite: bool, max_steps: int
             announce(f"--overwrite: kept {', '.join(kept)} (not written by a run)")
         return RunFolder(run.path, "fresh", None, None)
     if resume:
+        if run.checkpoint is None and (run.path / "warm-start" / "warm_start.json").is_file():
+            announce(
+                f"--resume: no checkpoint in {where} yet; GRPO starts again from its finished warm start"
+            )
+            return run
         if run.checkpoint is None:
             raise MissingPath(
                 f"--resume: no checkpoint-N in {where} ({run.state}); drop --resume to start a new run there"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -83,16 +84,12 @@ def recorded_config(env: SingleTurnEnv, config: RunConfig, *, given_object: bool
     return config.replace(env_id=spec.id, env_kwargs=json.loads(json.dumps(dict(spec.kwargs), default=repr)))
 
 
-def estimate_warm_start_s(steps: int) -> int:
-    """A rough figure for the announcement: ~0.1 s a step for the tiny model on a busy 2-core CPU."""
-    return max(5, round(steps * 0.1 / 5) * 5)
-
-
 def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Path | str:
     """The model GRPO starts from: ``config.model`` or the tiny offline one, warm-started if asked.
 
-    On ``resume`` the earlier run's tiny and warm-started models are reused (the checkpoint
-    holds the trained weights; these only rebuild the same starting architecture).
+    The tiny model is rebuilt unless resuming (it only fixes the starting architecture). A warm
+    start that finished with the same settings (its ``warm_start.json``) is reused, resuming or
+    not: a run killed after its warm start, or refused after it, does not redo minutes of work.
     """
     output_dir = Path(config.output_dir)
     model: Path | str
@@ -106,15 +103,25 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
             announce(f"building the tiny offline model (tokenizer trained on {env.id}'s text) in {model}")
             build_tiny_model(model, env, seed=config.seed, tools=isinstance(env, envs.MultiTurnEnv))
     if config.warm_start_steps:
-        warm = output_dir / WARM_START_DIR
-        if not (resume and (warm / "config.json").is_file()):
-            from rlvr_gym.trainers.warm_start import warm_start
+        from rlvr_gym.trainers.warm_start import finished_warm_start, warm_start
 
+        warm = output_dir / WARM_START_DIR
+        marker = {
+            "base": None if config.model is None else str(config.model),
+            "env_id": env.id,
+            "env_kwargs": json.loads(json.dumps(settings_of(env), default=repr)),
+            "steps": config.warm_start_steps,
+            "learning_rate": config.warm_start_learning_rate,
+            "seed": config.seed,
+        }
+        if finished_warm_start(warm, marker):
+            announce(f"reusing the finished warm start in {warm} (same settings)")
+        else:
             what = "episodes (tool calls, then the answer)" if isinstance(env, envs.MultiTurnEnv) else "answers"
             announce(
                 f"supervised warm start: {config.warm_start_steps} steps on {env.id}'s reference {what}, "
-                "so the tiny model can write a tagged answer before GRPO (a stated shortcut; "
-                f"about {estimate_warm_start_s(config.warm_start_steps)} s on a CPU)"
+                "so the tiny model can write a tagged answer before GRPO (a stated shortcut; the time "
+                "it takes here is announced after its first steps)"
             )
             started = time.perf_counter()
             warm_start(
@@ -124,6 +131,7 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
                 steps=config.warm_start_steps,
                 learning_rate=config.warm_start_learning_rate,
                 seed=config.seed,
+                done_marker=marker,
             )
             announce(f"warm start done in {time.perf_counter() - started:.0f} s; GRPO starts")
         model = warm
@@ -235,4 +243,12 @@ def train(
     if not config.verbose:
         quiet_libraries()
     model = prepare_model(env, config, resume=resume)
-    return module.train(env, config, model=model, resume=resume, **options)
+    # --resume of a run killed after its warm start but before its first checkpoint: GRPO starts
+    # again from the reused warm start (run_dir.prepare said so), not from a checkpoint
+    result = module.train(env, config, model=model, resume=folder.checkpoint is not None, **options)
+    rank0 = os.environ.get("RANK", "0") == "0"  # one writer where ranks share the folder
+    if rank0 and config.model is None and result.model_dir is not None and Path(result.model_dir).is_dir():
+        from rlvr_gym.trainers.tiny_model import make_servable
+
+        make_servable(result.model_dir)  # the trained tiny model serves faithfully (docs/runs.md)
+    return result

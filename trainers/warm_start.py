@@ -12,11 +12,13 @@ tools' schemas as TRL renders them; the loss is on the assistant turns only.
 
 from __future__ import annotations
 
+import json
 import random
+import time
 from pathlib import Path
-
 from typing import Any
 
+from rlvr_gym.backends.console import announce
 from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
 from rlvr_gym.error import InvalidArgument, RunFailed
 
@@ -28,6 +30,9 @@ EPISODE_CONTEXT = 64
 (system prompt, tool schemas, question) is ~800 tokens to the tiny model, and the tool-call format
 is learnt from the end of it at a tenth of the cost."""
 
+DONE_FILE = "warm_start.json"
+TIMED_STEPS = 5
+
 
 def warm_start(
     model_path: str | Path,
@@ -38,10 +43,14 @@ def warm_start(
     batch_size: int = 16,
     learning_rate: float = 3e-3,
     seed: int = 0,
+    done_marker: dict[str, Any] | None = None,
 ) -> Path:
     """Fine-tune ``model_path`` on (prompt, reference) pairs of ``env``'s first split; save to ``out_dir``.
 
-    Loss is on the completion tokens only (prompt tokens are masked), as in SFT.
+    Loss is on the completion tokens only (prompt tokens are masked), as in SFT. After
+    :data:`TIMED_STEPS` steps the time left is announced, measured. ``done_marker`` (the
+    settings that made it) is written to ``out_dir/warm_start.json`` once everything is saved,
+    so a run killed later reuses this warm start (:func:`finished_warm_start`) instead of redoing it.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -65,7 +74,11 @@ def warm_start(
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min(1.0, (s + 1) / 20) * (1 - s / steps)
     )
-    for _ in range(steps):
+    started = time.perf_counter()
+    for step in range(steps):
+        if step == TIMED_STEPS and steps > 2 * TIMED_STEPS:  # a measured estimate, not a guess
+            rate = (time.perf_counter() - started) / TIMED_STEPS
+            announce(f"warm start: {rate:.2f} s a step here, about {rate * (steps - step):.0f} s to go")
         if episodes:
             rows = [episodes[rng.randrange(len(episodes))] for _ in range(batch_size)]
         else:
@@ -86,7 +99,18 @@ def warm_start(
     out = Path(out_dir)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    if done_marker is not None:  # last: a folder killed while saving has no marker, and is redone
+        (out / DONE_FILE).write_text(json.dumps(done_marker, sort_keys=True) + "\n", encoding="utf-8")
     return out
+
+
+def finished_warm_start(out_dir: str | Path, marker: dict[str, Any]) -> bool:
+    """Whether ``out_dir`` holds a warm start that finished with exactly these settings."""
+    path = Path(out_dir) / DONE_FILE
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) == json.loads(json.dumps(marker, sort_keys=True))
+    except (OSError, ValueError):
+        return False
 
 
 def _encode(tokenizer, env: SingleTurnEnv, task) -> tuple[list[int], list[int]]:

@@ -40,10 +40,11 @@ import socket
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rlvr_gym.backends.console import announce
 from rlvr_gym.backends.scoring import (
     MAX_SCORED_CHARS,
     AwaitableScorer,
@@ -298,6 +299,7 @@ class RayScorer(AwaitableScorer):
         self._busy: dict[Any, int] = {}  # calls of earlier batches still running: ref -> actor key
         self._next_key = 0
         self._nodes: frozenset[str] = frozenset()
+        self._known: set[str] = set()  # nodes that had our actors: one that vanishes is counted lost
         self._actor_class = self.ray.remote(ScoringActor)
         try:
             try:
@@ -313,6 +315,10 @@ class RayScorer(AwaitableScorer):
                     f"the Ray cluster at {address or 'auto'} has no node with {cpus_per_actor} free CPU(s) "
                     "for scoring actors (start CPU nodes with `ray start --address HEAD:PORT`)"
                 )
+            announce(
+                f"scoring on Ray at {address or 'auto'}: {len(self.nodes())} node(s), {self.actors} actor(s) "
+                f"({', '.join(f'{n[:8]}: {c}' for n, c in sorted(self.nodes().items()))})"
+            )
         except BaseException:
             self.close()
             raise
@@ -331,6 +337,7 @@ class RayScorer(AwaitableScorer):
 
         nodes = self._alive_nodes()
         self._nodes = frozenset(nodes)
+        self._count_lost(nodes)
         for key in [k for k, s in self._slots.items() if s.node not in nodes]:
             self._drop(key)
         staffed = {s.node for s in self._slots.values()}
@@ -380,6 +387,28 @@ class RayScorer(AwaitableScorer):
                 self.walls[node_id] = hello["walls"]
                 address = nodes[node_id].get("NodeManagerAddress", "?")
                 check_walls(driver_walls(), hello["walls"], f"{node_id[:8]} ({address})")
+
+    def _count_lost(self, alive: Mapping[str, Any]) -> None:
+        """Count (and say, one line each) the nodes with our actors that left the cluster."""
+        for node in sorted(self._known - set(alive)):
+            self.stats["lost_nodes"] += 1
+            announce(
+                f"scoring node {node[:8]} left the Ray cluster; its unfinished chunks re-ran on other nodes"
+            )
+        self._known = set(alive)
+
+    def report(self) -> dict[str, Any]:
+        """What scoring on Ray did, for ``summary.json``: nodes and actors now, nodes and actors
+        lost, items re-run after a loss and items left unscored."""
+        with contextlib.suppress(Exception):  # a cluster gone entirely: report what was counted
+            self._count_lost(self._alive_nodes())
+        counted = ("lost_nodes", "lost_actors", "rerun_items", "unscored_items", "scored_items")
+        return {
+            "backend": "ray",
+            "nodes": len(self.nodes()),
+            "actors": self.actors,
+            **{name: self.stats[name] for name in counted},
+        }
 
     def _drop(self, key: int) -> None:
         slot = self._slots.pop(key, None)
@@ -577,11 +606,7 @@ class RayScorer(AwaitableScorer):
         """An actor failed: forget it (its node may still live; a later refresh restaffs it)."""
         slot = self._slots.get(key)
         if slot is not None:
-            logger.warning(
-                "scoring actor on node %s lost (%s); its chunks re-run elsewhere",
-                slot.node[:8],
-                type(exc).__name__,
-            )
+            logger.info("scoring actor on node %s lost (%s)", slot.node[:8], type(exc).__name__)
             self._drop(key)
             self._nodes = frozenset()  # refresh at the next batch
         self.stats["lost_actors"] += 1
