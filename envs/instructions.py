@@ -249,6 +249,7 @@ class InstructionsEnv(SingleTurnEnv):
             "topic": topic,
         }
         self.substance_gate = substance_gate
+        self._reference_check = InstructionsFollowed("strict", "all", substance_gate=substance_gate)
         ifeval = {
             name: InstructionsFollowed(mode, agg, substance_gate=False) for name, (mode, agg) in COMPONENTS.items()
         }
@@ -302,7 +303,8 @@ class InstructionsEnv(SingleTurnEnv):
             task["prompt"],
             task["instructions"],
             topic=task.get("topic"),
-            accept=lambda text: self.verify(text, task).passed,
+            # IFEval's strict checks and the gate, not the env's current rubric (which a user may swap)
+            accept=lambda text: self._reference_check(text, task).passed,
         )
         if response is None:  # the env convention for "no oracle here" (check_env, tiny-model skip it)
             raise NotImplementedError(
@@ -316,8 +318,11 @@ class InstructionsEnv(SingleTurnEnv):
         """IFEval's four numbers over ``verdicts`` (``Verdict.to_dict()``) of ``tasks``: prompt-level
         (all of a prompt's instructions followed) and instruction-level (each instruction counted),
         strict and loose — lm-eval's ``prompt_level_strict_acc`` and the rest."""
-        if not verdicts:
-            return {}
+        names = [f"{level}_{mode}" for level in ("prompt", "inst") for mode in ("strict", "loose")]
+        if not verdicts or not all(
+            set(names) <= set((v.get("details") or {}).get("scores") or {}) for v in verdicts
+        ):
+            return {}  # a rubric a user swapped in has no IFEval components: nothing to report
         out = {}
         for mode in ("strict", "loose"):
             prompts = [v["details"]["scores"][f"prompt_{mode}"] for v in verdicts]
