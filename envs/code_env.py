@@ -7,6 +7,7 @@ rubric's batch path hands them to :meth:`CodeVerifier.verify_batch`, which runs 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rlvr_gym.envs.env import SingleTurnEnv
@@ -18,6 +19,22 @@ FENCE_INSTRUCTION = "Reply with the complete Python program in a single ```pytho
 def fenced(code: str, language: str = "python") -> str:
     """``code`` in a fenced block, as a completion would give it."""
     return f"```{language}\n{code.rstrip()}\n```"
+
+
+def code_question(text: str, tests: Mapping[str, Any]) -> str:
+    """A coding task's question: ``text``, then what the tests ask of the code (the asserts
+    themselves, the function's name with one call, or one stdin/stdout pair), then the fence
+    instruction. MBPP and a user's own coding data pose their tasks this one way."""
+    if tests["kind"] == "assert":
+        contract = f"Your code should pass these tests:\n\n{fenced(chr(10).join(tests['cases']))}"
+    elif tests["kind"] == "calls":
+        case = tests["cases"][0]
+        arguments = ", ".join(map(repr, case.get("args", [])))
+        contract = f"Name the function `{tests['fn']}`. Example: `{tests['fn']}({arguments})` returns `{case['expected']!r}`."
+    else:
+        case = tests["cases"][0]
+        contract = f"Example input:\n{fenced(case.get('stdin', ''), '')}\nExpected output:\n{fenced(case['stdout'], '')}"
+    return f"{text}\n\n{contract}\n\n{FENCE_INSTRUCTION}"
 
 
 class CodeEnv(SingleTurnEnv):

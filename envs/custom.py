@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from rlvr_gym.envs.code_env import FENCE_INSTRUCTION, CodeEnv, fenced
+from rlvr_gym.envs.code_env import CodeEnv, code_question, fenced
 from rlvr_gym.envs.data import DataUnavailableError, parse_rows
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.math500 import BoxedFormat, distinct_answers
@@ -223,17 +223,7 @@ class CodeDataEnv(DataEnv, CodeEnv):
         return task
 
     def question(self, task: Task) -> str:
-        tests = task["tests"]
-        if tests["kind"] == "assert":
-            contract = f"Your code should pass these tests:\n\n{fenced(chr(10).join(tests['cases']))}"
-        elif tests["kind"] == "calls":
-            case = tests["cases"][0]
-            arguments = ", ".join(map(repr, case.get("args", [])))
-            contract = f"Name the function `{tests['fn']}`. Example: `{tests['fn']}({arguments})` returns `{case['expected']!r}`."
-        else:
-            case = tests["cases"][0]
-            contract = f"Example input:\n{fenced(case.get('stdin', ''), '')}\nExpected output:\n{fenced(case['stdout'], '')}"
-        return f"{task['prompt']}\n\n{contract}\n\n{FENCE_INSTRUCTION}"
+        return code_question(task["prompt"], task["tests"])
 
     def reference_completion(self, task: Task) -> str:
         if "solution" not in task:

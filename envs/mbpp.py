@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr_gym.envs.code_env import FENCE_INSTRUCTION, CodeEnv, fenced
+from rlvr_gym.envs.code_env import CodeEnv, code_question, fenced
 from rlvr_gym.envs.data import DATA_DIR_ENV, DataUnavailableError, data_dir, load_hub, parse_rows, read_jsonl
 from rlvr_gym.envs.tables import read_table
 from rlvr_gym.error import InvalidType
@@ -143,18 +143,7 @@ class MbppEnv(CodeEnv):
         )
 
     def question(self, task: Task) -> str:
-        tests = task["tests"]
-        if tests["kind"] == "assert":
-            shown = "\n".join(tests["cases"])
-            contract = f"Your code should pass these tests:\n\n{fenced(shown)}"
-        elif tests["kind"] == "calls":
-            case = tests["cases"][0]
-            arguments = ", ".join(map(repr, case.get("args", [])))
-            contract = f"Name the function `{tests['fn']}`. Example: `{tests['fn']}({arguments})` returns `{case['expected']!r}`."
-        else:
-            case = tests["cases"][0]
-            contract = f"Example input:\n{fenced(case.get('stdin', ''), '')}\nExpected output:\n{fenced(case['stdout'], '')}"
-        return f"{task['text']}\n\n{contract}\n\n{FENCE_INSTRUCTION}"
+        return code_question(task["text"], task["tests"])
 
     def reference_completion(self, task: Task) -> str:
         return fenced(task["code"])
