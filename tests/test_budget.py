@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlvr_gym.verifiers.math.budget import Worker
+from tests.timing import bound
 
 TARGETS = "tests.budget_targets"
 
@@ -40,7 +41,7 @@ def test_timeout_kills_c_level_work_within_budget() -> None:
     try:
         started = time.monotonic()
         outcome = worker.call(timeout=0.5)
-        assert outcome.status == "timeout" and time.monotonic() - started < 1.0
+        assert outcome.status == "timeout" and time.monotonic() - started < bound(1.0)
         assert worker.restarts == 1
     finally:
         worker.close()
@@ -64,7 +65,7 @@ def test_crash_is_reported_and_the_standby_takes_over() -> None:
         assert worker.call(timeout=5).status == "crashed"
         started = time.monotonic()
         assert worker.call(timeout=5).status == "crashed"
-        assert time.monotonic() - started < 1.0  # the standby was already warm
+        assert time.monotonic() - started < bound(1.0)  # the standby was already warm
     finally:
         worker.close()
 
@@ -78,7 +79,7 @@ def test_after_a_kill_the_warm_standby_answers_at_once() -> None:
         assert worker.call(5, timeout=0.3).status == "timeout"
         started = time.monotonic()
         assert worker.call(0, timeout=2).value == "slept"
-        assert time.monotonic() - started < 0.5
+        assert time.monotonic() - started < bound(0.5)
     finally:
         worker.close()
 

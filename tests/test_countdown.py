@@ -13,6 +13,7 @@ from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers import Reason
 from rlvr_gym.verifiers.countdown import CountdownVerifier
 from rlvr_gym.verifiers.expression import ExpressionError, evaluate
+from tests.timing import bound
 
 TASK = {"numbers": [3, 5, 2, 5], "target": 16}
 
@@ -64,7 +65,7 @@ def test_hostile_input_is_refused_in_bounded_time():
         started = time.perf_counter()
         verdict = verifier(f"<answer>{hostile}</answer>", TASK)
         assert not verdict.passed and verdict.reason in (Reason.BAD_FORMAT, Reason.NO_ANSWER)
-        assert time.perf_counter() - started < 1.0
+        assert time.perf_counter() - started < bound(1.0)
 
 
 @pytest.mark.parametrize(

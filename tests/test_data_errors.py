@@ -12,6 +12,7 @@ import pytest
 from rlvr_gym import envs
 from rlvr_gym.envs.data import BadDataRow, read_jsonl
 from rlvr_gym.trainers.cli import main
+from tests.timing import bound
 
 GOOD = {"question": "What is 1 + 1?", "answer": "1 + 1 = 2\n#### 2"}
 
@@ -94,7 +95,7 @@ def test_a_hub_model_offline_fails_fast_and_leaves_nothing(tmp_path, capsys, mon
     err = one_line_error(
         capsys, argv + (["--limit", "1", "--n", "1"] if command == "eval" else ["--no-audit"])
     )
-    assert time.perf_counter() - started < 10
+    assert time.perf_counter() - started < bound(10)
     assert "someone/not-cached-model" in err and ("HF_HUB_OFFLINE" in err or "unreachable" in err)
     assert not out.exists(), "a refused run left its output folder behind"
 
@@ -108,6 +109,6 @@ def test_plan_of_a_hub_id_without_a_route_is_one_line_in_seconds(capsys, monkeyp
     started = time.perf_counter()
     with pytest.raises(InvalidArgument, match="hub is unreachable"):
         load_shape("someone/not-cached-model")
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < bound(5)
     err = one_line_error(capsys, ["plan", "--model", "someone/not-cached-model", "--env", "arith"])
     assert "hub is unreachable" in err

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.timing import bound
 
 pytest.importorskip("trl", reason="needs rlvr-gym[trl]")
 
@@ -121,7 +122,7 @@ def test_a_server_that_dies_at_start_fails_with_its_own_last_words(tmp_path):
     started = time.monotonic()
     with pytest.raises(VLLMServerError, match=r"(?s)exited with code 1: .*CUDA out of memory"):
         server.start()
-    assert time.monotonic() - started < 20, "a dead server must fail at once, not at the timeout"
+    assert time.monotonic() - started < bound(20), "a dead server must fail at once, not at the timeout"
 
 
 def test_a_crash_while_training_is_a_clear_error_and_is_cleaned_up(tmp_path):

@@ -8,6 +8,7 @@ import time
 import warnings
 
 import pytest
+from tests.timing import bound
 
 pytest.importorskip("reasoning_gym", reason="needs rlvr-gym[reasoning-gym]")
 
@@ -59,7 +60,7 @@ def test_our_extractor_is_linear_on_a_megabyte_of_tags():
     hostile = "<answer>" * (1 << 17) + "x" + "</answer" * 1000
     started = time.perf_counter()
     assert extract_answer(hostile) is None
-    assert time.perf_counter() - started < 0.5
+    assert time.perf_counter() - started < bound(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +99,7 @@ def test_hostile_completions_get_verdicts_fast(gcd):
     ]:
         started = time.perf_counter()
         assert gcd.verify(hostile, task).reason is reason
-        assert time.perf_counter() - started < 2.0
+        assert time.perf_counter() - started < bound(2.0)
 
 
 def test_an_answer_that_hangs_reasoning_gyms_own_scorer_is_a_timeout_verdict():
@@ -108,7 +109,7 @@ def test_an_answer_that_hangs_reasoning_gyms_own_scorer_is_a_timeout_verdict():
         task = env.tasks("train")[0]
         started = time.perf_counter()
         assert env.verify("<answer>9**9**9**9</answer>", task).reason is Reason.TIMEOUT
-        assert time.perf_counter() - started < 30  # 1 s of scoring; the rest is the worker's restart
+        assert time.perf_counter() - started < bound(30)  # 1 s of scoring; the rest is the worker's restart
         assert env.verify(env.reference_completion(task), task).passed  # a fresh worker scores on
     finally:
         env.close()

@@ -8,6 +8,7 @@ import time
 from rlvr_gym import envs
 from rlvr_gym.backends.engine.rewards import EnvRewards
 from rlvr_gym.verifiers import NumberMatch, Rubric
+from tests.timing import bound
 
 
 class HangsOnFirstBatch:
@@ -55,9 +56,9 @@ def test_a_verifier_that_hangs_on_batch_one_leaves_batches_two_to_k_scored():
             assert score(rewards, env, [2 * k, 2 * k + 1], logged) == [1.0, 1.0], f"batch {k} unscored"
             later_times.append(time.perf_counter() - t0)
             assert logged["accuracy"] == 1.0 and "verifier/batch_timeouts" not in logged
-            assert 0 <= logged["verifier/time_s"] < 0.5
-        assert max(later_times) < 0.5, later_times  # no batch queued behind the stuck one
-        assert time.perf_counter() - started < 0.5 + 4 * 0.5
+            assert 0 <= logged["verifier/time_s"] < bound(0.5)
+        assert max(later_times) < bound(0.5), later_times  # no batch queued behind the stuck one
+        assert time.perf_counter() - started < bound(0.5 + 4 * 0.5)
         assert rewards.abandoned_pools == 1 and rewards.totals["batch_timeouts"] == 1
     finally:
         hang.release.set()
@@ -161,4 +162,4 @@ def test_an_oversized_completion_costs_only_itself_and_never_reaches_a_verifier(
     assert [v.passed for v in verdicts] == [True] * 3 + [False] + [True] * 4
     assert verdicts[3].reason.value == "bad_format" and "over the scorer's" in verdicts[3].details["why"]
     assert max(counting.sizes) < 1_000_000 and len(counting.sizes) == 7  # the 10 MB never reached it
-    assert took < 1.0, took
+    assert took < bound(1.0), took
