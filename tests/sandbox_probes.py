@@ -347,11 +347,12 @@ PAIR_CASES = [
     "assert max_chain_length([Pair(19, 10), Pair(11, 12),Pair(13, 14), Pair(15, 16), Pair(31, 54)], 5) == 5",
     "assert max_chain_length([Pair(1, 2)], 1) in {1}",  # through hash and ==
     "assert repr(max_chain_length([Pair(1, 2), Pair(3, 4)], 2)) == '2'",
-    "assert max_chain_length([Pair(1, 2)], 1)",  # through truth
+    "assert max_chain_length([Pair(1, 2), Pair(3, 4)], 2) - 1 == 1",  # through arithmetic
 ]
 PAIR_TASK = {"tests": {"kind": "assert", "entry_point": "max_chain_length", "cases": PAIR_CASES}}
 """MBPP task 601's asserts (the tests build the submission's ``Pair`` objects and pass them back to
-it), and the same answers checked through a set, ``repr`` and truth."""
+it), and the same answers checked through a set, ``repr`` and arithmetic (not through truth alone:
+``assert f(x)`` holds for a plain ``True`` too, so no answer can forge more there)."""
 
 PAIR = """class Pair(object):
     def __init__(self, a, b):

@@ -107,7 +107,7 @@ def test_every_planned_answer_is_read_before_judging_and_plans_that_cover_everyt
 
 def test_builtin_types_cross_by_name_and_kept_values_only_as_the_judges_own_handles():
     from rlvr_gym.verifiers.code.codec import encode_value
-    from rlvr_gym.verifiers.code.remote import Remote, handles
+    from rlvr_gym.verifiers.code.remote import Remote
 
     assert loads(dumps(encode_value([int, str, tuple]))) == [int, str, tuple]  # MBPP 533
     for bad in ({"y": "eval"}, {"y": ["int"]}, {"r": [0, "Pair"]}):  # no handles without a session
@@ -123,17 +123,20 @@ def test_builtin_types_cross_by_name_and_kept_values_only_as_the_judges_own_hand
             self.asked.append((number, name))
             return 5
 
+        def truth(self, number):
+            self.asked.append((number, "bool"))
+            return False
+
     asker = Asker()
-    a, b = handles(asker)(0, "Pair\n" + "x" * 100), handles(asker)(0, "Pair")
+    a, b = Remote(asker, 0, "Pair\n" + "x" * 100), Remote(asker, 0, "Pair")
     assert a == a and a != b and a != 5 and b not in {5, 0} and len({a, b}) == 2  # identity only
-    with pytest.raises(TypeError, match="truth value"):
-        bool(a)
+    assert asker.asked == []  # equality and hashing asked the sandbox nothing
     assert repr(b) == "<Pair in the sandbox>" and "\n" not in repr(a) and len(repr(a)) < 80
-    assert a.a == 5 and asker.asked == [(0, "a")]
+    assert a.a == 5 and not b and asker.asked == [(0, "a"), (0, "bool")]
     for name in ("__dict__", "_private", "__class_getitem__"):
         with pytest.raises(AttributeError):
             getattr(a, name)
-    assert asker.asked == [(0, "a")]
+    assert len(asker.asked) == 2
     with pytest.raises(CodecError):
         Remote(Asker(), 0, "Pair").encoded_for(asker)  # another sandbox's handle
 

@@ -9,7 +9,7 @@ Hence:
 * exiting early (``os._exit(0)``, a killed process) ends the conversation: unanswered tests fail;
 * patching ``assert``, ``__eq__``, builtins or "the harness" changes only the sandbox's process,
   not the judge's; an always-equal object is not plain data: it stays in the sandbox and the
-  judge holds a handle that equals only itself and has no truth value (:mod:`.remote`);
+  judge holds a handle that equals only itself (:mod:`.remote`);
 * the exit code and stdout of the sandbox are never read as a verdict (stdout is data for the
   stdin/stdout test kind, compared here against output the sandbox never saw);
 * no outcome shows before the verdict: every answer planned ahead is read in full before any
@@ -49,7 +49,7 @@ from typing import Any
 
 from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers.code.codec import Budget, ChannelClosed, CodecError, FrameReader, dumps, encode_value
-from rlvr_gym.verifiers.code.remote import Remote, handles
+from rlvr_gym.verifiers.code.remote import Remote
 
 KINDS = ("assert", "calls", "stdio", "run")
 FLOAT_REL_TOL = 1e-6
@@ -135,7 +135,8 @@ class Session:
         close: Callable[[], int | None] | None = None,
     ) -> None:
         self.request_fd, self.deadline, self.setup = request_fd, deadline, setup
-        self.replies = FrameReader(reply_fd, values=True, budget=Budget(), refs=handles(self))
+        self.replies = FrameReader(reply_fd, values=True, budget=Budget(), refs=self._remote)
+        self.handed: bool = False  # whether an answer held a handle (the sandbox must stay up)
         self.gone: str | None = None
         self._close, self.closed, self.status = close, False, None
         self.planned = len(ahead)
@@ -242,10 +243,21 @@ class Session:
 
     def set_attribute(self, number: int, name: str, value: Any) -> None:
         try:
-            encoded = encode_value(value, other=self._handle)
+            encoded = encode_value(value, other=self._handle, ordered=True)
         except CodecError as exc:
             raise TypeError(f"value cannot be sent to the sandbox: {exc}") from None
         self._value(self.ask({"op": "setattr", "ref": number, "name": name, "value": encoded}))
+
+    def truth(self, number: int) -> bool:
+        value = self._value(self.ask({"op": "bool", "ref": number}))
+        if type(value) is not bool:
+            raise TypeError("the sandbox answered a truth value that is not a bool")
+        return value
+
+    def _remote(self, number: int, type_name: str) -> Remote:
+        """The judge's ``refs``: a fresh handle per ``r`` value (see :mod:`.remote`)."""
+        self.handed = True
+        return Remote(self, number, type_name)
 
     def _handle(self, value: Any) -> Any:
         """How a value that is not plain data goes to the sandbox: a handle of its own, back."""
@@ -256,8 +268,8 @@ class Session:
     def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
             return {
-                "args": encode_value(list(args), other=self._handle),
-                "kwargs": encode_value(dict(kwargs), other=self._handle),
+                "args": encode_value(list(args), other=self._handle, ordered=True),
+                "kwargs": encode_value(dict(kwargs), other=self._handle, ordered=True),
             }
         except CodecError as exc:
             raise TypeError(f"argument cannot be sent to the sandbox: {exc}") from None
@@ -289,8 +301,8 @@ def call_request(
     return {
         "op": "call",
         "name": name,
-        "args": encode_value(list(args), other=other),
-        "kwargs": encode_value(dict(kwargs), other=other),
+        "args": encode_value(list(args), other=other, ordered=True),
+        "kwargs": encode_value(dict(kwargs), other=other, ordered=True),
     }
 
 
@@ -676,7 +688,8 @@ def judge(spec: Mapping[str, Any], session: Session, *, reveal: bool = False) ->
         session.gone = session.gone or "timed out"
     except SandboxGone:
         pass  # session.gone says why; the cases it leaves unanswered fail below
-    closes = session.gone or covers_every_call(spec, session.planned)
+    # a handle in a planned answer may be asked about (its truth, an attribute): no early close
+    closes = session.gone or (covers_every_call(spec, session.planned) and not session.handed)
     if closes and cpu_exhausted(session.close()):
         outcome.timed_out = True  # RLIMIT_CPU's twin of the wall alarm: a hang, unless unneeded
     try:

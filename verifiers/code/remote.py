@@ -8,8 +8,8 @@ made: the sandbox keeps it (:class:`Kept`) and sends ``{"r": [number, type name]
 holds a :class:`Remote`, a handle of its own class that can only be
 
 * passed back as an argument (the sandbox looks the number up),
-* called, or have a public attribute read or set (a request; the answer is plain data or
-  another handle), shown (``<Pair in the sandbox>``).
+* called, or have a public attribute read or set, or its truth asked (a request; the answer is
+  plain data or another handle), shown (``<Pair in the sandbox>``).
 
 Why this opens no hack — everything a handle does in the judge is the judge's own code:
 
@@ -17,8 +17,9 @@ Why this opens no hack — everything a handle does in the judge is the judge's 
   forged ``__eq__``/``__hash__`` never runs and an always-equal object is unequal to every
   expected value; each reply makes a fresh handle, so a sandbox that reuses a number cannot
   make two answers one object in the judge (``f(p) is p`` is false even when it holds there);
-* **no truth value**: ``bool()`` of a handle raises, so ``assert f(x)`` fails on one (an
-  object's default truth, or a forged ``__bool__``, would pass every such assert);
+* **truth is a plain bool the sandbox sends**: ``assert f(x)`` (MBPP's tests of ``re.search``
+  results) holds if the sandbox says so, which a submission could have had by returning
+  ``True``: a test of truth alone checks nothing more, whoever computes it;
 * **no other protocol**: no ``len``, iteration, arithmetic, ordering, ``str`` other than the
   judge's repr: test code that needs them fails the case, as it did when the value was refused;
 * **exact types only**: a subclass of ``int`` or ``str`` is not plain data (the codec checks
@@ -34,7 +35,6 @@ submission's own failure (its sandbox answers an error); the name is only shown,
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from rlvr_gym.verifiers.code.codec import CodecError
@@ -50,6 +50,8 @@ class Asker(Protocol):
     def get_attribute(self, number: int, name: str) -> Any: ...
 
     def set_attribute(self, number: int, name: str, value: Any) -> None: ...
+
+    def truth(self, number: int) -> bool: ...
 
 
 def public(name: str) -> str:
@@ -83,7 +85,7 @@ class Remote:
         return self._asker.call_ref(self._number, args, kwargs)
 
     def __bool__(self) -> bool:
-        raise TypeError(f"a {self._type} left in the sandbox has no truth value in the judge")
+        return self._asker.truth(self._number)
 
     def __repr__(self) -> str:
         return f"<{self._type} in the sandbox>"
@@ -120,8 +122,3 @@ class Kept:
         if not 0 <= number < len(self.values):
             raise CodecError(f"no value numbered {number} in this sandbox")
         return self.values[number]
-
-
-def handles(asker: Asker) -> Callable[[int, str], Remote]:
-    """The judge's ``refs`` for ``asker``'s replies: a fresh handle per ``r`` value."""
-    return lambda number, name: Remote(asker, number, name)

@@ -128,7 +128,7 @@ def _answer(
     kept: Kept,
 ) -> dict[str, Any]:
     op = request.get("op")
-    if op in ("call", "getattr", "setattr"):
+    if op in ("call", "getattr", "setattr", "bool"):
         if "ref" in request or op != "call":  # a value kept here, by its number
             number = request.get("ref")
             if not (type(number) is int and 0 <= number < len(kept.values)):
@@ -145,6 +145,8 @@ def _answer(
                 value = target(*request["args"], **request["kwargs"])
             elif op == "getattr":
                 value = getattr(target, request["name"])
+            elif op == "bool":
+                value = bool(target)
             else:
                 value = setattr(target, request["name"], request["value"])
             result["value"] = encode_value(value, other=kept.keep)
