@@ -105,6 +105,14 @@ def test_every_planned_answer_is_read_before_judging_and_plans_that_cover_everyt
     assert covers_every_call({**tree, "setup": "import math\nroot = math.pi"}, 1)
 
 
+def test_a_computed_request_matches_its_planned_frame_however_the_set_was_built():
+    from rlvr_gym.verifiers.code.harness import call_request
+
+    task = {"kind": "assert", "entry_point": "f", "cases": ["assert f({12, 13, 14, 15, 16}) == 1"]}
+    built = eval("{12, 13, 14, 15, 16}")  # as test code builds it: iterates from 16 (MBPP 341)
+    assert dumps(plan_ahead(task)[0]) == dumps(call_request("f", (built,), {}))
+
+
 def test_builtin_types_cross_by_name_and_kept_values_only_as_the_judges_own_handles():
     from rlvr_gym.verifiers.code.codec import encode_value
     from rlvr_gym.verifiers.code.remote import Remote

@@ -75,9 +75,10 @@ def test_mbpp_passes_gymnasium_the_audit_and_check_env(mbpp):
 
 def test_tasks_that_pass_the_submissions_own_objects_or_a_type_back_to_it(mbpp):
     """Issue 37: 601 (``Pair`` objects in the asserts), 367 and 927 (a ``test_setup_code`` that
-    grows ``Node`` trees), 533 (the type ``int`` as an argument): canonical solutions pass, and
-    one that returns an always-equal object passes none of their cases."""
-    wanted = {601, 367, 927, 533}
+    grows ``Node`` trees), 533 (the type ``int`` as an argument), and 341 (a set literal whose
+    request must match its planned frame): canonical solutions pass, and one that returns an
+    always-equal object passes none of their cases."""
+    wanted = {601, 367, 927, 533, 341}
     tasks = [t for split in mbpp.splits for t in mbpp.tasks(split) if t["task_id"] in wanted]
     assert len(tasks) == len(wanted)
     verdicts = mbpp.verify_batch([mbpp.reference_completion(t) for t in tasks], tasks)
