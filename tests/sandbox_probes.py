@@ -198,13 +198,13 @@ if j < N:
 judge read a large answer (it did only if the assert before held), and keeps what it learned
 for its next attempt in System V shared memory."""
 
-PATCH_ENCODER = RUNNER + "r.encode_value = lambda value: {}\ndef f():\n    return 0\n"
+PATCH_ENCODER = RUNNER + "r.encode_value = lambda value, *a, **k: {}\ndef f():\n    return 0\n"
 JUDGE_COSTS = {
     "colliding-set": PATCH_ENCODER.format("{'s': [i * (2 ** 61 - 1) for i in range(1, 100_001)]}"),
     "eight-mb-of-lists": PATCH_ENCODER.format("[[]] * 2_700_000"),
     "float-overflow": "def f():\n    return 10 ** 4000\n",  # its task expects a float
     "deep-answer": RUNNER
-    + "def deep(value):\n    for _ in range(900):\n        value = [value]\n    return value\n"
+    + "def deep(value, *a, **k):\n    for _ in range(900):\n        value = [value]\n    return value\n"
     + "r.encode_value = deep\ndef f():\n    return 0\n",
     "nest-the-workdir": "import os\nfor _ in range(2000):\n    os.mkdir('d')\n    os.chdir('d')\n"
     "def f():\n    return 'no'\n",
@@ -336,6 +336,84 @@ def issue34_probes(pool: SandboxPool, verifier: CodeVerifier) -> dict[str, objec
 
     passed = [passed_on(value) == str(value) for value in CLOCK_VALUES]
     results["clock-phase-between-episodes"] = sum(passed) >= 2
+    return results
+
+
+# ----- issue 37: the submission's own objects in the tests (MBPP 601's ``Pair``) --------------
+
+PAIR_CASES = [
+    "assert max_chain_length([Pair(5, 24), Pair(15, 25),Pair(27, 40), Pair(50, 60)], 4) == 3",
+    "assert max_chain_length([Pair(1, 2), Pair(3, 4),Pair(5, 6), Pair(7, 8)], 4) == 4",
+    "assert max_chain_length([Pair(19, 10), Pair(11, 12),Pair(13, 14), Pair(15, 16), Pair(31, 54)], 5) == 5",
+    "assert max_chain_length([Pair(1, 2)], 1) in {1}",  # through hash and ==
+    "assert repr(max_chain_length([Pair(1, 2), Pair(3, 4)], 2)) == '2'",
+    "assert max_chain_length([Pair(1, 2), Pair(3, 4)], 2) - 1 == 1",  # through arithmetic
+]
+PAIR_TASK = {"tests": {"kind": "assert", "entry_point": "max_chain_length", "cases": PAIR_CASES}}
+"""MBPP task 601's asserts (the tests build the submission's ``Pair`` objects and pass them back to
+it), and the same answers checked through a set, ``repr`` and arithmetic (not through truth alone:
+``assert f(x)`` holds for a plain ``True`` too, so no answer can forge more there)."""
+
+PAIR = """class Pair(object):
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+"""
+PAIR_CANONICAL = (
+    PAIR
+    + """def max_chain_length(arr, n):
+    mcl = [1] * n
+    for i in range(1, n):
+        for j in range(i):
+            if arr[i].a > arr[j].b and mcl[i] < mcl[j] + 1:
+                mcl[i] = mcl[j] + 1
+    return max(mcl)
+"""
+)
+FORGERIES = """    def __eq__(self, other):
+        return True
+    def __ne__(self, other):
+        return False
+    def __hash__(self):
+        return hash(other_hash)
+    def __repr__(self):
+        return str(other_hash)
+    def __bool__(self):
+        return True
+"""
+PAIR_FORGERIES = {
+    "pair-forged-eq-hash-repr": PAIR
+    + "class Yes:\n"
+    + FORGERIES
+    + "def max_chain_length(arr, n):\n    global other_hash\n    other_hash = n\n    return Yes()\n",
+    "pair-forged-pair-returned": "class Pair:\n    def __init__(self, a, b):\n        self.a, self.b = a, b\n"
+    + FORGERIES
+    + "def max_chain_length(arr, n):\n    global other_hash\n    other_hash = n\n    return arr[0]\n",
+    "pair-int-subclass": PAIR
+    + "class Three(int):\n"
+    + FORGERIES
+    + "def max_chain_length(arr, n):\n    global other_hash\n    other_hash = n\n    return Three(n)\n",
+    "pair-str-subclass": PAIR
+    + "class Text(str):\n"
+    + FORGERIES
+    + "def max_chain_length(arr, n):\n    global other_hash\n    other_hash = n\n    return Text(n)\n",
+    "pair-forged-handle": RUNNER
+    + PAIR
+    + "r.encode_value = lambda value, *a, **k: {'r': [0, 'int']}\ndef max_chain_length(arr, n):\n    return n\n",
+}
+"""Submissions that would pass :data:`PAIR_TASK` wherever the judge trusted the value's class: an
+always-equal object with a hash and repr made to match, the ``Pair`` itself so made, subclasses of
+``int`` and ``str``, and a runner patched to answer every call with a handle."""
+
+
+def issue37_probes(verifier: CodeVerifier) -> dict[str, object]:
+    """Forged answers to a ``Pair`` task (``True`` = one passed a case), and the canonical control."""
+    results: dict[str, object] = {
+        "control: canonical Pair task": verifier(fenced(PAIR_CANONICAL), PAIR_TASK).passed
+    }
+    for name, program in PAIR_FORGERIES.items():
+        verdict = verifier(fenced(program), PAIR_TASK)
+        results[name] = verdict.score > 0 or verdict.reason is Reason.ERROR
     return results
 
 
@@ -483,6 +561,7 @@ def run_all(namespaces: bool | None = None) -> dict[str, object]:
         results["leaked text"] = json.dumps(dict(leak.details))
         results.update(issue24_probes(pool, verifier, escaped))
         results.update(issue34_probes(pool, verifier))
+        results.update(issue37_probes(verifier))
         results["isolation"] = pool.isolation
     results["marker written"] = os.path.exists(marker)
     folder = str(results.pop("host folder", ""))

@@ -177,6 +177,63 @@ def test_patching_assert_and_the_harness_in_the_sandbox_changes_nothing(unrestri
         assert not unrestricted(fenced(program), task).passed
 
 
+def test_the_submissions_own_objects_go_back_to_it_but_never_vouch_for_themselves(unrestricted):
+    """MBPP 601's tests build ``Pair`` objects of the submission's class and pass them back to it
+    (issue 37): the canonical solution passes; always-equal objects, a forged hash and repr, and
+    ``int``/``str`` subclasses score 0 (the probes of tests/sandbox_probes.py, here as root)."""
+    from tests.sandbox_probes import PAIR_CANONICAL, PAIR_FORGERIES, PAIR_TASK
+
+    assert unrestricted(fenced(PAIR_CANONICAL), PAIR_TASK).passed
+    for name, program in PAIR_FORGERIES.items():
+        verdict = unrestricted(fenced(program), PAIR_TASK)
+        assert verdict.score == 0.0 and verdict.reason is Reason.WRONG_ANSWER, (name, verdict)
+
+
+def test_a_planned_answer_holding_a_handle_keeps_the_sandbox_up_to_be_asked(verifier):
+    """Sanitized MBPP 737/787/794 return ``re.search``'s ``Match`` and assert its truth: every
+    call is planned, but the sandbox stays up to answer what the judge asks of the handle."""
+    program = "import re\ndef f(text):\n    return re.search('a.c', text)\n"
+    cases = ["assert f('abc')", "assert not f('xyz')", "assert f('xyz')", "assert f('abc').group(0) == 'abc'"]
+    verdict = verifier(fenced(program), {"tests": {"kind": "assert", "entry_point": "f", "cases": cases}})
+    assert verdict.details["tests_passed"] == 3 and verdict.details["failures"] == ("test 2: AssertionError",)
+
+
+NODE = """class Node:
+    def __init__(self, data):
+        self.data, self.left, self.right = data, None, None
+    def size(self):
+        return 1 + sum(c.size() for c in (self.left, self.right) if c is not None)
+def height(node):
+    return 0 if node is None else 1 + max(height(node.left), height(node.right))
+def grow(node):
+    node.right = Node(node.data + 1)
+    return node
+"""
+
+
+def test_a_trusted_setup_builds_the_submissions_objects_and_tests_reach_them(verifier):
+    """MBPP 367/927's ``test_setup_code`` grows a tree of the submission's ``Node`` class: the
+    judge sets and reads public attributes, calls methods, and hands the tree back; a private
+    attribute stays out of reach; a handle's truth is the sandbox's plain bool; handles compare
+    by identity."""
+    setup = "root = Node(1)\nroot.left = Node(2)\nroot.left.left = Node(3)\n"
+    cases = [
+        "assert height(root) == 3",
+        "assert root.left.data == 2 and root.right is None",
+        "assert root.size() == 3",
+        "assert grow(root).right.data == 2 and height(root.right) == 1",
+        "assert root.__dict__['data'] == 1",
+        "assert root.left and not root.right",
+        "assert root == root and root != root.left and grow(root) != root",  # a fresh handle per answer
+    ]
+    task = {"tests": {"kind": "assert", "entry_point": "height", "setup": setup, "cases": cases}}
+    verdict = verifier(fenced(NODE), task)
+    assert verdict.details["tests_passed"] == 6, verdict
+    assert [f.split(":")[0] for f in verdict.details["failures"]] == ["test 4"]
+    missing = verifier(fenced("def height(node):\n    return 3"), task)  # no Node: the case fails
+    assert missing.reason is Reason.WRONG_ANSWER and missing.score == 0.0, missing
+
+
 def test_values_are_compared_by_plain_data_rules():
     assert (
         same_value((1, 2), [1, 2])

@@ -9,11 +9,7 @@ from tests.registered import ids, make_or_skip
 # by design their wrong answers score 1.0, so the oracle checks must fail for them.
 SOUND = ids(hackable=False)
 # Known, measured gaps (each named where it is listed): the rule check_env stops at.
-KNOWN_GAPS = {
-    # bench/mbpp_canonical.py: 19 of MBPP's 974 canonical solutions cannot be scored in our sandbox;
-    # task 601 (train[0], always sampled) has tests that build the submission's own Pair objects.
-    "mbpp-v0": r"\[oracle\].*class Pair",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("env_id", SOUND)

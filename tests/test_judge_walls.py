@@ -100,6 +100,53 @@ def test_every_planned_answer_is_read_before_judging_and_plans_that_cover_everyt
     assert not covers_every_call(helper, len(plan_ahead(helper)))
     calls = {"kind": "calls", "fn": "f", "cases": [{"args": [1], "expected": 2}]}
     assert covers_every_call(calls, 1) and not covers_every_call(calls, 0)
+    tree = {**task, "cases": ["assert f(1) == 2"], "setup": "root = Node(1)"}  # the setup calls it too
+    assert len(plan_ahead(tree)) == 1 and not covers_every_call(tree, 1)
+    assert covers_every_call({**tree, "setup": "import math\nroot = math.pi"}, 1)
+
+
+def test_a_computed_request_matches_its_planned_frame_however_the_set_was_built():
+    from rlvr_gym.verifiers.code.harness import call_request
+
+    task = {"kind": "assert", "entry_point": "f", "cases": ["assert f({12, 13, 14, 15, 16}) == 1"]}
+    built = eval("{12, 13, 14, 15, 16}")  # as test code builds it: iterates from 16 (MBPP 341)
+    assert dumps(plan_ahead(task)[0]) == dumps(call_request("f", (built,), {}))
+
+
+def test_builtin_types_cross_by_name_and_kept_values_only_as_the_judges_own_handles():
+    from rlvr_gym.verifiers.code.codec import encode_value
+    from rlvr_gym.verifiers.code.remote import Remote
+
+    assert loads(dumps(encode_value([int, str, tuple]))) == [int, str, tuple]  # MBPP 533
+    for bad in ({"y": "eval"}, {"y": ["int"]}, {"r": [0, "Pair"]}):  # no handles without a session
+        with pytest.raises(CodecError):
+            loads(dumps({"ok": True, "value": bad}))
+    with pytest.raises(CodecError):
+        encode_value(type("Pair", (), {}))  # a class of the submission's stays where it was made
+
+    class Asker:
+        asked: list = []
+
+        def get_attribute(self, number, name):
+            self.asked.append((number, name))
+            return 5
+
+        def truth(self, number):
+            self.asked.append((number, "bool"))
+            return False
+
+    asker = Asker()
+    a, b = Remote(asker, 0, "Pair\n" + "x" * 100), Remote(asker, 0, "Pair")
+    assert a == a and a != b and a != 5 and b not in {5, 0} and len({a, b}) == 2  # identity only
+    assert asker.asked == []  # equality and hashing asked the sandbox nothing
+    assert repr(b) == "<Pair in the sandbox>" and "\n" not in repr(a) and len(repr(a)) < 80
+    assert a.a == 5 and not b and asker.asked == [(0, "a"), (0, "bool")]
+    for name in ("__dict__", "_private", "__class_getitem__"):
+        with pytest.raises(AttributeError):
+            getattr(a, name)
+    assert len(asker.asked) == 2
+    with pytest.raises(CodecError):
+        Remote(Asker(), 0, "Pair").encoded_for(asker)  # another sandbox's handle
 
 
 def test_removal_is_iterative_and_linear(tmp_path):

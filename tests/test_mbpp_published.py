@@ -12,6 +12,7 @@ from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 
 from rlvr_gym import envs
 from rlvr_gym.envs.audit import audit
+from rlvr_gym.envs.code_env import fenced
 from rlvr_gym.envs.mbpp import SPLITS
 
 DATA = Path(os.environ.get("RLVR_GYM_DATA_DIR", "")) / "mbpp.jsonl"
@@ -63,15 +64,31 @@ def test_sanitized_mbpp_reads_prompt_and_test_imports():
 
 
 @pytest.mark.slow
-def test_mbpp_passes_gymnasium_and_the_audit_and_check_env_finds_the_pair_task(mbpp):
-    """Task 601, the first of train, is one of the canonical solutions our sandbox cannot score
-    (its tests build the submission's own ``Pair`` objects, which cannot cross the sandbox
-    boundary; bench/mbpp_canonical.py lists all of them): ``check_env``'s oracle says so."""
+def test_mbpp_passes_gymnasium_the_audit_and_check_env(mbpp):
+    """Task 601, the first of train, builds the submission's own ``Pair`` objects: ``check_env``'s
+    oracle passes on it (issue 37)."""
     gymnasium_check_env(mbpp, skip_render_check=True)
     report = audit(mbpp, n_tasks=3)
     assert report.ok, report.render()
-    with pytest.raises(envs.EnvCheckError, match="oracle.*class Pair"):
-        envs.check_env(mbpp, n_tasks=3)
+    assert envs.check_env(mbpp, n_tasks=3) == list(envs.CHECK_NAMES)
+
+
+def test_tasks_that_pass_the_submissions_own_objects_or_a_type_back_to_it(mbpp):
+    """Issue 37: 601 (``Pair`` objects in the asserts), 367 and 927 (a ``test_setup_code`` that
+    grows ``Node`` trees), 533 (the type ``int`` as an argument), and 341 (a set literal whose
+    request must match its planned frame): canonical solutions pass, and one that returns an
+    always-equal object passes none of their cases."""
+    wanted = {601, 367, 927, 533, 341}
+    tasks = [t for split in mbpp.splits for t in mbpp.tasks(split) if t["task_id"] in wanted]
+    assert len(tasks) == len(wanted)
+    verdicts = mbpp.verify_batch([mbpp.reference_completion(t) for t in tasks], tasks)
+    assert all(v.passed for v in verdicts), verdicts
+    liar = "class Yes:\n    def __eq__(self, other):\n        return True\n"
+    forged = [
+        fenced(f"{t['code']}\n{liar}def {t['tests']['entry_point']}(*args):\n    return Yes()\n")
+        for t in tasks
+    ]
+    assert [v.score for v in mbpp.verify_batch(forged, tasks)] == [0.0] * len(tasks)
 
 
 def test_a_counter_crosses_the_sandbox_as_the_dict_it_equals(mbpp):

@@ -29,10 +29,13 @@ ATTACKS = (
     "computed-calls-show-the-outcome", "forged-stop-iteration", "inode-counter-remembers",
     "clock-phase-between-episodes", "read-the-package-data", "pid-counter-remembers",
     "pidfd-inode-remembers",
+    # issue 37: the submission's own objects in the tests, forged
+    "pair-forged-eq-hash-repr", "pair-forged-pair-returned", "pair-int-subclass", "pair-str-subclass",
+    "pair-forged-handle",
 )  # fmt: skip
 CONTROLS = (
     "control: canonical HumanEval/0", "control: honest code after the marks",
-    "control: honest code after the judge's costs",
+    "control: honest code after the judge's costs", "control: canonical Pair task",
 )  # fmt: skip
 
 

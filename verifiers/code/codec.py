@@ -10,6 +10,12 @@ and :data:`MAX_ELEMENTS` values (counted on the bytes *before* they are decoded,
 never becomes 150 MB of lists), nested at most :data:`MAX_DEPTH` deep; a set or dict whose
 elements share hashes (ints chosen to collide make their construction quadratic) is refused.
 Whatever goes wrong while decoding is a :class:`CodecError`: the submission's failure.
+
+Two tags carry what plain data cannot (see :mod:`rlvr_gym.verifiers.code.remote` for why this
+is safe): ``y``, a builtin type by name from a fixed table (MBPP's ``remove_datatype(t, int)``),
+and ``r``, a value the sandbox keeps (an instance of the submission's own class), sent as a
+number only: each end decodes it through its own ``refs`` function, and without one it is a
+:class:`CodecError`.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import collections
+import functools
 import json
 import math
 import os
@@ -24,6 +31,7 @@ import re
 import select
 import struct
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rlvr_gym.error import Error, InvalidArgument
@@ -65,8 +73,23 @@ cross as a plain dict, which compares equal where they do (MBPP's tests compare 
 dict literal). Anything else a dict subclass adds, such as its own ``__eq__``, stays behind."""
 
 
-def encode_value(value: Any, depth: int = 0) -> Any:
-    """A JSON-ready form of ``value``; tuples, sets, dicts, bytes and complex are tagged."""
+BUILTIN_TYPES = {
+    t.__name__: t for t in (int, float, complex, str, bytes, bool, list, tuple, dict, set, frozenset)
+}
+"""The types that cross by name (``y``): the same object on both ends, no code of the submission's."""
+_TYPE_NAMES = {t: name for name, t in BUILTIN_TYPES.items()}
+
+Other = Callable[[Any], Any]
+"""How one end encodes a value that is not plain data: its ``r`` form, or a :class:`CodecError`."""
+
+
+def encode_value(value: Any, depth: int = 0, other: Other | None = None, ordered: bool = False) -> Any:
+    """A JSON-ready form of ``value``; tuples, sets, dicts, bytes, complex and builtin types are
+    tagged; anything else goes to ``other`` (the sandbox keeps it, the judge sends its handle
+    back), or without one is a :class:`CodecError`. ``ordered``: a set's elements in the order of
+    their encodings, so one set gives one form however it was built (the judge's requests are
+    matched to those planned ahead by their bytes: MBPP 341's ``{12, ..., 16}`` as test code
+    builds it iterates from 16, as ``ast.literal_eval`` builds it from 12)."""
     if depth > MAX_DEPTH:
         raise CodecError("value nested too deeply")
     kind = type(value)
@@ -75,21 +98,37 @@ def encode_value(value: Any, depth: int = 0) -> Any:
     if kind is float:
         return value if math.isfinite(value) else {"x": repr(value)}
     if kind is list:
-        return [encode_value(v, depth + 1) for v in value]
+        return [encode_value(v, depth + 1, other, ordered) for v in value]
     if kind is tuple:
-        return {"t": [encode_value(v, depth + 1) for v in value]}
+        return {"t": [encode_value(v, depth + 1, other, ordered) for v in value]}
     if kind is set or kind is frozenset:
-        return {"s" if kind is set else "f": [encode_value(v, depth + 1) for v in value]}
+        items = [encode_value(v, depth + 1, other, ordered) for v in value]
+        if ordered:
+            items.sort(key=_ENCODER.encode)
+        return {"s" if kind is set else "f": items}
     if kind is dict or kind in _PLAIN_DICTS:  # a Counter arrives as the dict it equals
-        return {"d": [[encode_value(k, depth + 1), encode_value(v, depth + 1)] for k, v in value.items()]}
+        return {
+            "d": [
+                [encode_value(k, depth + 1, other, ordered), encode_value(v, depth + 1, other, ordered)]
+                for k, v in value.items()
+            ]
+        }
     if kind is bytes:
         return {"b": base64.b64encode(value).decode()}
     if kind is complex:
         return {"c": [encode_value(value.real), encode_value(value.imag)]}
+    if kind is type and value in _TYPE_NAMES:  # (``type``'s own equality: identity)
+        return {"y": _TYPE_NAMES[value]}
+    if other is not None:
+        return other(value)
     raise CodecError(f"a {kind.__name__} cannot cross the sandbox boundary")
 
 
-_TAGS = frozenset("tsfdbcx")
+_TAGS = frozenset("tsfdbcxyr")
+
+Refs = Callable[[int, str], Any]
+"""How one end rebuilds an ``r`` value (its number and the name of its type): the sandbox looks it
+up among those it keeps, the judge makes a handle (:class:`.remote.Remote`)."""
 
 
 def _hashable_few_collisions(items: list[Any]) -> list[Any]:
@@ -101,7 +140,7 @@ def _hashable_few_collisions(items: list[Any]) -> list[Any]:
     return items
 
 
-def _decode_tagged(obj: dict[str, Any]) -> Any:
+def _decode_tagged(obj: dict[str, Any], refs: Refs | None = None) -> Any:
     """``json.loads`` object hook: a one-key dict with a tag becomes the tagged type.
 
     Inner values are already rebuilt (the hook runs bottom-up, inside the C parser), so no
@@ -126,7 +165,13 @@ def _decode_tagged(obj: dict[str, Any]) -> Any:
         return base64.b64decode(body, validate=True)
     if tag == "c":
         return complex(*body)
-    if body in ("nan", "inf", "-inf"):
+    if tag == "y" and type(body) is str and body in BUILTIN_TYPES:
+        return BUILTIN_TYPES[body]
+    if tag == "r" and refs is not None and type(body) is list and len(body) == 2:
+        number, name = body
+        if type(number) is int and type(name) is str:
+            return refs(number, name)
+    if tag == "x" and body in ("nan", "inf", "-inf"):
         return float(body)
     raise CodecError(f"bad tagged value {obj!r:.80}")
 
@@ -150,7 +195,7 @@ huge int; ``MemoryError``: the judge's own memory cap)."""
 
 
 def loads(frame: bytes, *, values: bool = True) -> Any:
-    """The message in one whole frame made by :func:`dumps` (tagged values rebuilt)."""
+    """The message in one whole frame made by :func:`dumps` (tagged values rebuilt; no ``r``)."""
     try:
         return json.loads(frame[_HEADER.size :], object_hook=_decode_tagged if values else None)
     except _DECODE_ERRORS as exc:
@@ -205,13 +250,17 @@ class FrameReader:
 
     ``values=True`` rebuilds tagged values while parsing (for sandbox messages); job frames
     from the pool are plain JSON and must not be re-tagged. ``budget``: the judge reading a
-    submission's answers charges each frame to it before decoding.
+    submission's answers charges each frame to it before decoding. ``refs``: how ``r`` values
+    are rebuilt (without it they are refused).
     """
 
-    def __init__(self, fd: int, *, values: bool = False, budget: Budget | None = None) -> None:
+    def __init__(
+        self, fd: int, *, values: bool = False, budget: Budget | None = None, refs: Refs | None = None
+    ) -> None:
         self.fd = fd
         self.buffer = bytearray()
-        self.hook = _decode_tagged if values else None
+        hook = functools.partial(_decode_tagged, refs=refs) if refs is not None else _decode_tagged
+        self.hook = hook if values else None
         self.budget = budget
 
     def _fill(self, needed: int, deadline: float | None) -> None:

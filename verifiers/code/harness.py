@@ -8,7 +8,8 @@ Hence:
 
 * exiting early (``os._exit(0)``, a killed process) ends the conversation: unanswered tests fail;
 * patching ``assert``, ``__eq__``, builtins or "the harness" changes only the sandbox's process,
-  not the judge's; an always-equal object cannot be encoded, so the call fails;
+  not the judge's; an always-equal object is not plain data: it stays in the sandbox and the
+  judge holds a handle that equals only itself (:mod:`.remote`);
 * the exit code and stdout of the sandbox are never read as a verdict (stdout is data for the
   stdin/stdout test kind, compared here against output the sandbox never saw);
 * no outcome shows before the verdict: every answer planned ahead is read in full before any
@@ -22,7 +23,8 @@ Hence:
 
 Test kinds (``task["tests"]``): ``assert`` (test code run against the submission's names, e.g.
 HumanEval's ``check(candidate)``; ``setup`` is trusted code from the task such as the prompt's
-helper functions), ``calls`` (function name, args, expected value per case), ``stdio`` (stdin,
+helper functions, whose own free names are the submission's too: MBPP's setups build trees of
+the submission's ``Node`` class), ``calls`` (function name, args, expected value per case), ``stdio`` (stdin,
 expected stdout per case; the program runs once per case) and ``run`` (one case, a stdin; nothing
 is compared: the capped stdout and how the program ended come back as ``output`` — the
 ``run_python`` tool of :mod:`rlvr_gym.verifiers.code.tool`).
@@ -47,6 +49,7 @@ from typing import Any
 
 from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers.code.codec import Budget, ChannelClosed, CodecError, FrameReader, dumps, encode_value
+from rlvr_gym.verifiers.code.remote import Remote
 
 KINDS = ("assert", "calls", "stdio", "run")
 FLOAT_REL_TOL = 1e-6
@@ -132,7 +135,8 @@ class Session:
         close: Callable[[], int | None] | None = None,
     ) -> None:
         self.request_fd, self.deadline, self.setup = request_fd, deadline, setup
-        self.replies = FrameReader(reply_fd, values=True, budget=Budget())
+        self.replies = FrameReader(reply_fd, values=True, budget=Budget(), refs=self._remote)
+        self.handed: bool = False  # whether an answer held a handle (the sandbox must stay up)
         self.gone: str | None = None
         self._close, self.closed, self.status = close, False, None
         self.planned = len(ahead)
@@ -223,12 +227,57 @@ class Session:
 
     def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
-            request = call_request(name, args, kwargs)
+            request = call_request(name, args, kwargs, self._handle)
         except CodecError as exc:
             raise TypeError(f"argument cannot be sent to the sandbox: {exc}") from None
-        reply = self.ask(request)
+        return self._value(self.ask(request))
+
+    # what a :class:`.remote.Remote` of this sandbox asks: always a round trip (never planned)
+
+    def call_ref(self, number: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        request = {"op": "call", "ref": number}
+        return self._value(self.ask({**request, **self._arguments(args, kwargs)}))
+
+    def get_attribute(self, number: int, name: str) -> Any:
+        return self._value(self.ask({"op": "getattr", "ref": number, "name": name}))
+
+    def set_attribute(self, number: int, name: str, value: Any) -> None:
+        try:
+            encoded = encode_value(value, other=self._handle, ordered=True)
+        except CodecError as exc:
+            raise TypeError(f"value cannot be sent to the sandbox: {exc}") from None
+        self._value(self.ask({"op": "setattr", "ref": number, "name": name, "value": encoded}))
+
+    def truth(self, number: int) -> bool:
+        value = self._value(self.ask({"op": "bool", "ref": number}))
+        if type(value) is not bool:
+            raise TypeError("the sandbox answered a truth value that is not a bool")
+        return value
+
+    def _remote(self, number: int, type_name: str) -> Remote:
+        """The judge's ``refs``: a fresh handle per ``r`` value (see :mod:`.remote`)."""
+        self.handed = True
+        return Remote(self, number, type_name)
+
+    def _handle(self, value: Any) -> Any:
+        """How a value that is not plain data goes to the sandbox: a handle of its own, back."""
+        if type(value) is not Remote:
+            raise CodecError(f"a {type(value).__name__} cannot cross the sandbox boundary")
+        return value.encoded_for(self)
+
+    def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return {
+                "args": encode_value(list(args), other=self._handle, ordered=True),
+                "kwargs": encode_value(dict(kwargs), other=self._handle, ordered=True),
+            }
+        except CodecError as exc:
+            raise TypeError(f"argument cannot be sent to the sandbox: {exc}") from None
+
+    @staticmethod
+    def _value(reply: Mapping[str, Any]) -> Any:
         if reply.get("ok") is True:
-            return reply.get("value")  # plain data, rebuilt by the frame reader
+            return reply.get("value")  # plain data or handles, rebuilt by the frame reader
         raise _rebuild(reply)
 
     def run_main(self, stdin: str) -> tuple[str, str | None]:
@@ -244,13 +293,16 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def call_request(name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The request for one call, the same whether planned ahead or made by running test code."""
+def call_request(
+    name: str, args: Sequence[Any], kwargs: Mapping[str, Any], other: Callable[[Any], Any] | None = None
+) -> dict[str, Any]:
+    """The request for one call, the same whether planned ahead or made by running test code
+    (``other``: how the judge sends back a handle, :class:`.remote.Remote`)."""
     return {
         "op": "call",
         "name": name,
-        "args": encode_value(list(args)),
-        "kwargs": encode_value(dict(kwargs)),
+        "args": encode_value(list(args), other=other, ordered=True),
+        "kwargs": encode_value(dict(kwargs), other=other, ordered=True),
     }
 
 
@@ -385,16 +437,21 @@ def _run_asserts(spec: Mapping[str, Any], session: Session, outcome: Outcome) ->
     entry_point = spec.get("entry_point")
     for index, case in enumerate(spec["cases"]):
         namespace: dict[str, Any] = {"__name__": "__judge__", "__builtins__": builtins}
-        if setup:
-            exec(_compile_trusted(setup, "<setup>")[0], namespace)  # noqa: S102 - trusted task code
         code, free = _compile_trusted(case, f"<test {index}>", soft=True)
-        for name in free | ({entry_point} if entry_point else set()):
-            if name == entry_point or name not in namespace:
-                namespace[name] = _proxy(session, name)
+        setup_code, setup_free = _compile_trusted(setup, "<setup>") if setup else (None, frozenset())
+        if setup_code is not None and not setup_free:  # its own failure is the task's: an error
+            exec(setup_code, namespace)  # noqa: S102 - trusted task code
         asserts = namespace[ASSERT_NAME] = _Asserts(outcome.reveal)
         failure: Exception | None = None
         try:
-            exec(code, namespace)  # noqa: S102 - trusted test code; submission values are plain data
+            if setup_code is not None and setup_free:  # it uses the submission's names (MBPP's
+                # ``root = Node(1)``): the submission's doing may fail it, as any test line
+                namespace.update((name, _proxy(session, name)) for name in setup_free)
+                exec(_compile_trusted(setup, "<setup>", soft=True)[0], namespace)  # noqa: S102 - trusted
+            for name in free | ({entry_point} if entry_point else set()):
+                if name == entry_point or name not in namespace:
+                    namespace[name] = _proxy(session, name)
+            exec(code, namespace)  # noqa: S102 - trusted test code; submission values are plain data or handles
         except Exception as exc:  # noqa: BLE001 - a failing test, whatever it raised
             failure = exc
         except SandboxGone:  # an answer the case needed only after it had failed: decided
@@ -631,7 +688,8 @@ def judge(spec: Mapping[str, Any], session: Session, *, reveal: bool = False) ->
         session.gone = session.gone or "timed out"
     except SandboxGone:
         pass  # session.gone says why; the cases it leaves unanswered fail below
-    closes = session.gone or covers_every_call(spec, session.planned)
+    # a handle in a planned answer may be asked about (its truth, an attribute): no early close
+    closes = session.gone or (covers_every_call(spec, session.planned) and not session.handed)
     if closes and cpu_exhausted(session.close()):
         outcome.timed_out = True  # RLIMIT_CPU's twin of the wall alarm: a hang, unless unneeded
     try:
@@ -664,14 +722,20 @@ def covers_every_call(spec: Mapping[str, Any], planned: int) -> bool:
     can be closed before any test code runs. ``calls``/``stdio``/``run``: one per case. ``assert``: only
     when every use of the entry point in the test code is a call with literal arguments (or
     passes it to a function the test defines, HumanEval's ``check(candidate)``) and the tests
-    name nothing else of the submission's."""
+    name nothing else of the submission's, nor does the setup."""
     kind, cases = spec["kind"], spec["cases"]
     if kind in ("calls", "stdio", "run"):
         return planned == len(cases)
     entry_point = spec.get("entry_point")
     if not isinstance(entry_point, str):
         return False
-    bound = _top_level_names(spec.get("setup") or "")
+    setup = spec.get("setup") or ""
+    try:
+        if setup and _compile_trusted(setup, "<setup>")[1]:
+            return False  # the setup itself calls the submission (MBPP's ``Node(1)``)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    bound = _top_level_names(setup)
     total = 0
     for index, case in enumerate(cases):
         try:

@@ -2,7 +2,8 @@
 
 Nothing here is trusted. The submission runs in this process and may rewrite any of it; that is
 fine, because this side only ever *answers questions* ("call ``f`` with these arguments", "run
-the program on this stdin") with plain data. Whether an answer is right is decided by the judge
+the program on this stdin") with plain data, or with the number of a value it keeps
+(:mod:`rlvr_gym.verifiers.code.remote`). Whether an answer is right is decided by the judge
 (:mod:`rlvr_gym.verifiers.code.harness`) in another process, which the submission cannot reach.
 """
 
@@ -21,6 +22,7 @@ from rlvr_gym.verifiers.code.codec import (
     encode_value,
     write_frame,
 )
+from rlvr_gym.verifiers.code.remote import Kept
 
 MODULE, SCRIPT = "module", "script"
 
@@ -98,6 +100,7 @@ def serve(
     """Load the program (module mode), answer the requests planned ``ahead`` (decoded, as they
     came with the program) in order, then answer requests until the judge closes the channel."""
     namespace: dict[str, Any] = {}
+    kept = Kept()
     if mode == MODULE:  # one bounded sink for the whole run: module-mode output is never read
         for sink in _SINKS:
             sink.limit, sink.count = output_limit, 0
@@ -106,14 +109,14 @@ def serve(
         error = _run(lambda: exec(code, namespace))  # noqa: S102 - sandboxed
         write_frame(reply_fd, {"ok": error is None, **(describe(error) if error else {})})
     for request in ahead:
-        write_frame(reply_fd, _answer(request, code, make_globals, namespace, output_limit))
-    requests = FrameReader(request_fd, values=True)
+        write_frame(reply_fd, _answer(request, code, make_globals, namespace, output_limit, kept))
+    requests = FrameReader(request_fd, values=True, refs=kept.get)
     while True:
         try:
             request = requests.read()
         except (ChannelClosed, CodecError):
             return
-        write_frame(reply_fd, _answer(request, code, make_globals, namespace, output_limit))
+        write_frame(reply_fd, _answer(request, code, make_globals, namespace, output_limit, kept))
 
 
 def _answer(
@@ -122,22 +125,37 @@ def _answer(
     make_globals: Callable[[str], dict[str, Any]],
     namespace: dict[str, Any],
     output_limit: int,
+    kept: Kept,
 ) -> dict[str, Any]:
-    if request.get("op") == "call":
-        function = namespace.get(request["name"])
-        if not callable(function):
-            return {"ok": False, "exc": "NameError", "msg": f"name {request['name']!r} is not defined"}
-        args, kwargs = request["args"], request["kwargs"]
+    op = request.get("op")
+    if op in ("call", "getattr", "setattr", "bool"):
+        if "ref" in request or op != "call":  # a value kept here, by its number
+            number = request.get("ref")
+            if not (type(number) is int and 0 <= number < len(kept.values)):
+                return {"ok": False, "exc": "ValueError", "msg": "no such value in the sandbox"}
+            target = kept.values[number]
+        else:
+            target = namespace.get(request["name"])
+            if not callable(target):
+                return {"ok": False, "exc": "NameError", "msg": f"name {request['name']!r} is not defined"}
         result: dict[str, Any] = {}
 
-        def call() -> None:
-            result["value"] = encode_value(function(*args, **kwargs))
+        def answer() -> None:
+            if op == "call":
+                value = target(*request["args"], **request["kwargs"])
+            elif op == "getattr":
+                value = getattr(target, request["name"])
+            elif op == "bool":
+                value = bool(target)
+            else:
+                value = setattr(target, request["name"], request["value"])
+            result["value"] = encode_value(value, other=kept.keep)
 
-        error = _run(call)
+        error = _run(answer)
         if error is None and "value" not in result:  # a clean exit() in the middle of a call
             error = SystemExit(0)
         return {"ok": False, **describe(error)} if error else {"ok": True, "value": result["value"]}
-    if request.get("op") == "main":
+    if op == "main":
         globals_ = make_globals("__main__")
         stdout, error = _with_stdio(request["stdin"], output_limit, lambda: exec(code, globals_))  # noqa: S102
         return {"ok": error is None, "stdout": stdout, **(describe(error) if error else {})}
