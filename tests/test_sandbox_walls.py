@@ -133,7 +133,7 @@ def test_walls_hold_for_an_ordinary_user():
 
 
 FALLBACK_RESIDUAL = ("inode-counter-remembers", "pid-counter-remembers")
-"""Open without namespaces, and said so in docs/sandbox-walls.md: the working dir lies on the host's
+"""Open without namespaces, and said so in docs/sandbox.md: the working dir lies on the host's
 disk (no fresh file system per submission without a mount namespace), whose inode allocator shows
 what the last submission left; pids come from the host's counter (no PID namespace)."""
 

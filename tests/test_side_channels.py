@@ -61,7 +61,7 @@ def test_each_submission_gets_a_tmp_with_fresh_inode_numbers():
     with SandboxPool(1) as pool:
         tool = PythonTool(limits=FAST, pool=pool, restricted=False)
         if not pool.isolation["filesystem"].startswith("minimal root"):
-            pytest.skip("no mount namespace here: the fallback's residual (docs/sandbox-walls.md)")
+            pytest.skip("no mount namespace here: the fallback's residual (docs/sandbox.md)")
         seen = []
         for count in (0, 30, 0):
             assert (

@@ -1,6 +1,6 @@
 """TRL end to end: a tool env trained through ``environment_factory`` (10 steps, tiny model, CPU).
 
-The docs pages' whole scripts (tool-envs.md, trl-integration.md) run as written in
+The docs' whole script (trl-integration.md, `environment_factory`) runs as written in
 tests/test_docs.py, with every other page's blocks."""
 
 from __future__ import annotations

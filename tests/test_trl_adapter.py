@@ -12,7 +12,7 @@ from rlvr_gym.error import InvalidArgument  # noqa: E402
 from rlvr_gym.verifiers import Rubric  # noqa: E402
 from tests.doc_blocks import ROOT, named  # noqa: E402
 
-TRAINING_PAGE = ROOT / "docs" / "training-and-backends.md"
+TRL_PAGE = ROOT / "docs" / "trl-integration.md"
 
 
 def _call(functions, rows, completions):
@@ -72,7 +72,7 @@ def test_group_size_is_read_off_the_batch():
 @pytest.mark.slow
 def test_the_docs_own_trl_script_trains_two_steps_and_logs_each_component(tmp_path, monkeypatch):
     """The docs' own-TRL-script block, run exactly as written (the docs test leaves it to this one)."""
-    block = named(TRAINING_PAGE, "own-trl-script")
+    block = named(TRL_PAGE, "own-trl-script")
     monkeypatch.chdir(tmp_path)  # the block writes tiny-arith/ and runs/ where it is run
     namespace: dict = {"__name__": "__main__"}
     exec(compile(block.code, block.where, "exec"), namespace)  # noqa: S102 - our own docs

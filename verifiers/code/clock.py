@@ -15,7 +15,7 @@ A submission so sees dates as they are and durations as they pass, but no phase 
 clock: what it can pass on is which UTC day it ran, at most ~``wall_s / 86400`` bits per
 submission. Every class of the module is pure Python, so ``type(d)`` of any value it makes leads
 back here, never to the C module. Without the policy (``restricted=False``) a program reaches the
-real clocks (``time``, the vDSO through ``ctypes``, ``rdtsc``): see ``docs/sandbox-walls.md``
+real clocks (``time``, the vDSO through ``ctypes``, ``rdtsc``): see ``docs/sandbox.md`` (What is left)
 for that residual.
 """
 
