@@ -84,6 +84,18 @@ def test_after_a_kill_the_warm_standby_answers_at_once() -> None:
         worker.close()
 
 
+def test_a_cold_call_waits_for_start_up_outside_its_budget() -> None:
+    """The import takes 1 s; the budget is 0.3 s. Start-up is the worker's, not the computation's:
+    charged to the budget, a right answer read ``timeout`` whenever the import outran it."""
+    worker = Worker("tests.budget_slow_import:sleep", memory_mb=128)
+    try:
+        outcome = worker.call(0, timeout=0.3)
+        assert (outcome.status, outcome.value) == ("ok", "slept")
+        assert outcome.seconds < bound(0.3)  # the budget's clock started once the worker was ready
+    finally:
+        worker.close()
+
+
 @pytest.mark.parametrize("bad", [0, -1, float("inf"), True, "1"])
 def test_timeout_validation(echo: Worker, bad: object) -> None:
     with pytest.raises(ValueError):

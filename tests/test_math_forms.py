@@ -187,22 +187,6 @@ def test_truncated_completions_are_decided_in_process(
         assert not verdict.passed
 
 
-def test_cold_call_counts_start_up_inside_the_budget() -> None:
-    """A fresh worker whose start-up exceeds the budget answers ``timeout`` within budget + 0.5 s."""
-    import time
-
-    worker = Worker("rlvr_gym.verifiers.math.symbolic:compare_symbolic")
-    try:
-        started = time.perf_counter()
-        outcome = worker.call("x^2", "x*x", timeout=0.05)
-        assert time.perf_counter() - started < bound(0.55)
-        assert outcome.status in ("timeout", "ok")
-        worker.start()
-        assert worker.call("x^2", "x*x", timeout=5.0).value[0] == "equal"
-    finally:
-        worker.close()
-
-
 def test_verifier_pickles_without_its_worker(verifier: MathVerifier) -> None:
     import pickle
 

@@ -172,6 +172,7 @@ class Worker:
         self._lock = threading.Lock()
         self._active: _Process | None = None
         self._standby: _Process | None = None
+        self._warm_in: int | None = None  # the pid in which a worker has been ready once
         self.restarts = 0
 
     def start(self) -> None:
@@ -179,6 +180,7 @@ class Worker:
         with self._lock:
             if self._ensure(time.monotonic() + STARTUP_TIMEOUT) is None:
                 raise RunFailed(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
+            self._warm_in = os.getpid()
 
     def spawn(self) -> None:
         """Start the worker process now without waiting for it (a head start on sympy's import)."""
@@ -195,11 +197,7 @@ class Worker:
         self._standby = _Process(self.target, self.memory_mb)
 
     def _ensure(self, deadline: float) -> _Process | None:
-        """The ready active worker, or ``None`` when it is still starting at ``deadline``.
-
-        Start-up counts inside the caller's budget: a cold call waits for the process only until
-        its own deadline, and the process keeps starting for the next call.
-        """
+        """The ready active worker, or ``None`` when it is still starting at ``deadline``."""
         if self._active is None or not self._active.alive():
             self._promote()
         active = self._active
@@ -223,6 +221,15 @@ class Worker:
             raise InvalidArgument(f"timeout must be a positive number of seconds, got {timeout!r}")
         payload = (json.dumps(args) + "\n").encode()
         with self._lock:
+            if self._warm_in != os.getpid():  # never ready here (a fresh worker, a forked copy, after close)
+                # The first start is the host's, not the computation's: charged to the budget, it
+                # marked right answers ``timeout`` whenever sympy's import outran the budget (the
+                # first checks on a busy or slow machine). Later starts stay inside the budget: a
+                # warm standby takes over after a kill, so one hostile answer cannot make the next
+                # call wait for an import.
+                if self._ensure(time.monotonic() + STARTUP_TIMEOUT) is None:
+                    raise RunFailed(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
+                self._warm_in = os.getpid()
             started = time.monotonic()
             process = self._ensure(started + timeout)
             if process is None:
@@ -232,7 +239,7 @@ class Worker:
                     raise OSError("worker has no stdin")
                 process.popen.stdin.write(payload)
                 process.popen.stdin.flush()
-                line = process.readline(started + timeout)  # start-up time counts in the budget
+                line = process.readline(started + timeout)
             except OSError:
                 line = None
             elapsed = time.monotonic() - started
@@ -258,6 +265,7 @@ class Worker:
                 if process is not None:
                     process.kill()
             self._active = self._standby = None
+            self._warm_in = None
 
 
 _workers: dict[tuple[str, int], Worker] = {}
