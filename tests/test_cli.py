@@ -178,3 +178,19 @@ def test_eval_flags_are_evaluate_s_parameters_and_their_defaults():
     assert {"--n", "--k", "--batch-rollouts", "--no-progress", "--request-timeout"} <= options
     args = parser.parse_args(["eval", "--env", "arith", "--n", "8", "--no-progress", "--batch-rollouts", "4"])
     assert given(args, evaluate) == {"n": 8, "progress": False, "batch_rollouts": 4}
+
+
+def test_sandbox_info_prints_every_layer_here_and_for_a_ray_node(capsys):
+    """One list of sandbox layers: the isolation report, the walls each Ray node's actor reports
+    and both ``sandbox-info`` printouts follow it (the per-node one once lacked the IPC wall)."""
+    from rlvr_gym.backends.scoring.ray import walls_here
+    from rlvr_gym.trainers.cli import print_layers
+    from rlvr_gym.verifiers.code.sandbox import LAYERS, Isolation
+
+    assert list(Isolation().as_dict())[: len(LAYERS)] == list(LAYERS)
+    walls = walls_here()  # what every node's first scoring actor sends the driver
+    assert "error" not in walls and set(LAYERS) <= walls.keys()
+    print_layers(walls, indent="  ")
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[: len(LAYERS)]] == list(LAYERS)
+    assert lines[list(LAYERS).index("ipc")] == f"  {'ipc':<11} {walls['ipc']}"

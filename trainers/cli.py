@@ -127,13 +127,21 @@ def cmd_sandbox_info(args: argparse.Namespace) -> int:
     with SandboxPool(1) as pool:
         isolation = pool.isolation
     print(f"running as uid {os.geteuid()}")
-    for layer in ("filesystem", "pid", "network", "ipc", "seccomp", "uid"):
-        print(f"{layer:<11} {isolation[layer]}")
-    for note in isolation["notes"]:
-        print(f"note        {note}")
-    for missing in isolation["missing"]:
-        print(f"MISSING     {missing}")
+    print_layers(isolation)
     return 1 if isolation["missing"] else 0
+
+
+def print_layers(walls: dict[str, Any], indent: str = "") -> None:
+    """One line per sandbox layer (:data:`~rlvr_gym.verifiers.code.sandbox.LAYERS`, in its order),
+    then the notes and what is missing: this host's report and each Ray node's alike."""
+    from rlvr_gym.verifiers.code.sandbox import LAYERS
+
+    for layer in LAYERS:
+        print(f"{indent}{layer:<11} {walls.get(layer, walls.get('error'))}")
+    for note in walls.get("notes", []):
+        print(f"{indent}note        {note}")
+    for missing in walls.get("missing", []):
+        print(f"{indent}MISSING     {missing}")
 
 
 def sandbox_info_per_node(address: str) -> int:
@@ -145,10 +153,7 @@ def sandbox_info_per_node(address: str) -> int:
     try:
         for node, walls in sorted(scorer.walls.items()):
             print(f"node {node[:12]}")
-            for layer in ("filesystem", "pid", "network", "seccomp", "uid"):
-                print(f"  {layer:<11} {walls.get(layer, walls.get('error'))}")
-            for missing in walls.get("missing", []):
-                print(f"  MISSING     {missing}")
+            print_layers(walls, indent="  ")
     finally:
         scorer.close()
     return 0
