@@ -37,7 +37,6 @@ from rlvr_gym.verifiers.audit import (
 BatchScore = Callable[[Sequence[object], Sequence[Task]], list[Verdict]]
 """Scores a batch in order, as ``env.verify_batch`` does (a scoring backend may stand in)."""
 
-AUDIT_FILE = "audit.json"
 FAST_TASKS = 3
 """Tasks the fast audit (the one ``train`` runs first) samples: a few seconds even for code envs."""
 BATCH_TIMEOUT = 600.0
@@ -332,4 +331,4 @@ def fast_audit(
     return audit(env, n_tasks=FAST_TASKS, seed=seed, fast=True, score=score, skip=skip)
 
 
-__all__ = ["AUDIT_FILE", "FAST_TASKS", "AuditFailed", "AuditReport", "audit", "fast_audit", "settings_of"]
+__all__ = ["FAST_TASKS", "AuditFailed", "AuditReport", "audit", "fast_audit", "settings_of"]
