@@ -11,11 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rlvr_gym.backends.protocol import PLOT_FILE
+from rlvr_gym.backends.run_layout import METRICS_FILE, PLOT_FILE
 
 logger = logging.getLogger("rlvr_gym.trainers")
-
-METRICS_FILE = "metrics.jsonl"
 
 # TRL's log keys -> ours (TRL prefixes with train/ or not depending on version; both are handled).
 RENAMES = {
@@ -134,9 +132,6 @@ class MetricsWriter:
                 100 * self.zero_variance_warn,
                 len(self.recent),
             )
-
-
-OPTIMIZER_FILE = "optimizer_state.json"
 
 
 def optimizer_state_summary(optimizer: Any) -> dict[str, Any]:

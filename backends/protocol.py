@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from rlvr_gym.backends.run_layout import FINAL_DIR, PLOT_FILE, TRAINER_STATE
+
 if TYPE_CHECKING:
     from rlvr_gym.backends.config import RunConfig
     from rlvr_gym.envs import SingleTurnEnv
@@ -28,10 +30,6 @@ class RunResult:
     steps: int
     metrics: list[dict[str, Any]] = field(default_factory=list)
     plot: Path | None = None
-
-
-TRAINER_STATE = "trainer_state.json"  # transformers' own record of a run or a checkpoint
-PLOT_FILE = "reward_curve.png"
 
 
 def steps_done(folder: str | Path) -> int | None:
@@ -68,7 +66,7 @@ def run_result(output_dir: str | Path) -> RunResult:
         raise MissingPath(f"no {TRAINER_STATE} in {output_dir}: the run did not finish there")
     plot = output_dir / PLOT_FILE
     return RunResult(
-        output_dir, output_dir / "final", steps, read_metrics(output_dir), plot if plot.is_file() else None
+        output_dir, output_dir / FINAL_DIR, steps, read_metrics(output_dir), plot if plot.is_file() else None
     )
 
 

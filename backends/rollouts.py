@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from rlvr_gym.backends.run_layout import ROLLOUTS_FILE
 from rlvr_gym.error import InvalidArgument
-
-ROLLOUTS_FILE = "rollouts.jsonl"
 
 RolloutKey = tuple[int | None, str, int, int]
 

@@ -25,15 +25,16 @@ from typing import Any
 from rlvr_gym.backends.config import TRACKERS, RunConfig
 from rlvr_gym.backends.console import quiet_libraries, use_progress_line
 from rlvr_gym.backends.engine.rewards import EnvRewards
-from rlvr_gym.backends.metrics import (
+from rlvr_gym.backends.metrics import MetricsWriter, optimizer_state_summary, plot_rewards, truncate_metrics
+from rlvr_gym.backends.protocol import RunResult, run_result, steps_done, write_trainer_state
+from rlvr_gym.backends.rollouts import RolloutLog
+from rlvr_gym.backends.run_layout import (
+    CHECKPOINT_PREFIX,
+    FINAL_DIR,
     OPTIMIZER_FILE,
-    MetricsWriter,
-    optimizer_state_summary,
-    plot_rewards,
-    truncate_metrics,
+    ROLLOUTS_FILE,
+    TRAINER_STATE,
 )
-from rlvr_gym.backends.protocol import TRAINER_STATE, RunResult, run_result, steps_done, write_trainer_state
-from rlvr_gym.backends.rollouts import ROLLOUTS_FILE, RolloutLog
 from rlvr_gym.backends.scoring import make_scorer
 from rlvr_gym.backends.tool_bridge import environment_factory
 from rlvr_gym.backends.tool_rewards import EpisodeRewards
@@ -167,7 +168,9 @@ def last_checkpoint(output_dir: str | Path) -> Path | None:
     directory = Path(output_dir)
     if not directory.is_dir():
         return None
-    complete = [(step, p) for p in directory.glob("checkpoint-*") if (step := steps_done(p)) is not None]
+    complete = [
+        (step, p) for p in directory.glob(f"{CHECKPOINT_PREFIX}*") if (step := steps_done(p)) is not None
+    ]
     return max(complete)[1] if complete else None
 
 
@@ -285,7 +288,7 @@ def train(
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     finally:
         rewards.close()
-    model_dir = output_dir / "final"
+    model_dir = output_dir / FINAL_DIR
     trainer.save_model(str(model_dir))  # every rank: FSDP/ZeRO gather the weights collectively
     if main:
         tokenizer.save_pretrained(str(model_dir))

@@ -30,10 +30,13 @@ import logging
 import random
 from typing import Any
 
+import gymnasium
+
 from rlvr_gym.backends.engine.rewards import EnvRewards, RewardFunction
 from rlvr_gym.backends.tool_bridge import ToolEnvAdapter, environment_factory
 from rlvr_gym.backends.tool_rewards import EpisodeRewards
 from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
+from rlvr_gym.envs.env import unwrap
 from rlvr_gym.error import InvalidArgument, InvalidType
 
 logger = logging.getLogger("rlvr_gym.backends")
@@ -52,8 +55,21 @@ __all__ = [
 ]
 
 
+def env_of(env: SingleTurnEnv | gymnasium.Env, what: str) -> SingleTurnEnv:
+    """The rlvr_gym env these helpers work on: ``env`` itself, or the one inside the wrappers of
+    ``gymnasium.make("rlvr_gym/...")``; anything else is refused naming the helper."""
+    found = unwrap(env)
+    if found is None:
+        raise InvalidType(f"{what} needs an rlvr_gym env, got {type(env).__name__}")
+    return found
+
+
 def dataset(
-    env: SingleTurnEnv, split: str = "train", *, tokenizer: Any = None, max_prompt_length: int | None = None
+    env: SingleTurnEnv | gymnasium.Env,
+    split: str = "train",
+    *,
+    tokenizer: Any = None,
+    max_prompt_length: int | None = None,
 ):
     """The prompts of ``split`` as a ``datasets.Dataset`` for ``GRPOTrainer(train_dataset=...)``.
 
@@ -64,8 +80,7 @@ def dataset(
     ``tokenizer`` and ``max_prompt_length``, longer prompts are dropped with a warning rather than
     silently truncated.
     """
-    if not isinstance(env, SingleTurnEnv):
-        raise InvalidType(f"dataset() needs an rlvr_gym env, got {type(env).__name__}")
+    env = env_of(env, "dataset()")
     from datasets import Dataset
 
     label, rows, dropped = env.id, [], 0
@@ -98,7 +113,7 @@ def dataset(
     return Dataset.from_list(rows)
 
 
-def curriculum_dataset(env: SingleTurnEnv, *, seed: int = 0):
+def curriculum_dataset(env: SingleTurnEnv | gymnasium.Env, *, seed: int = 0):
     """An endless ``datasets.IterableDataset`` of train prompts from the env's *current*
     curriculum stage (``env.stage_indices()``), for an env that schedules difficulty.
 
@@ -108,6 +123,7 @@ def curriculum_dataset(env: SingleTurnEnv, *, seed: int = 0):
     buffered shuffle of an iterable dataset would draw 1,000 rows ahead, all from the first stage.
     Columns as :func:`dataset`.
     """
+    env = env_of(env, "curriculum_dataset()")
     if not callable(getattr(env, "stage_indices", None)):
         raise InvalidType(f"{type(env).__name__} has no curriculum (stage_indices); use dataset()")
     from datasets import IterableDataset
@@ -133,19 +149,22 @@ def curriculum_dataset(env: SingleTurnEnv, *, seed: int = 0):
 
 
 def env_rewards(
-    env: SingleTurnEnv, *, num_generations: int | None = None, timeout_s: float = 60.0, **rollouts: Any
+    env: SingleTurnEnv | gymnasium.Env,
+    *,
+    num_generations: int | None = None,
+    timeout_s: float = 60.0,
+    **rollouts: Any,
 ) -> EnvRewards:
     """The reward functions' shared state (one verification per batch, reason counts, metrics);
     ``close()`` it when done. ``num_generations=None`` reads the group size off each batch;
     ``rollouts`` (``rollout_log``, ``rollout_every``, ``rollout_samples``) sample what the policy
     wrote into a JSONL file."""
-    if not isinstance(env, SingleTurnEnv):
-        raise InvalidType(f"reward_funcs() needs an rlvr_gym env, got {type(env).__name__}")
+    env = env_of(env, "reward_funcs()")
     return EnvRewards(env, num_generations=num_generations, timeout_s=timeout_s, env_label=env.id, **rollouts)
 
 
 def reward_funcs(
-    env: SingleTurnEnv, *, timeout_s: float = 60.0, asynchronous: bool = False
+    env: SingleTurnEnv | gymnasium.Env, *, timeout_s: float = 60.0, asynchronous: bool = False
 ) -> list[RewardFunction]:
     """One TRL reward function per rubric component, in rubric order, for ``GRPOTrainer(reward_funcs=...)``.
 
@@ -163,14 +182,16 @@ def reward_funcs(
     function (:class:`~rlvr_gym.backends.tool_rewards.EpisodeRewards`) needs TRL's tool loop,
     ``GRPOTrainer(environment_factory=environment_factory(env), train_dataset=dataset(env))``.
     """
+    env = env_of(env, "reward_funcs()")
     if isinstance(env, MultiTurnEnv):  # scored on whole episodes, under environment_factory
         return EpisodeRewards(env).functions()
     rewards = env_rewards(env, timeout_s=timeout_s)
     return rewards.async_functions() if asynchronous else rewards.functions()
 
 
-def reward_weights(env: SingleTurnEnv) -> list[float]:
+def reward_weights(env: SingleTurnEnv | gymnasium.Env) -> list[float]:
     """The rubric's normalised weights, in the order of :func:`reward_funcs` (they sum to 1)."""
+    env = env_of(env, "reward_weights()")
     if isinstance(env, MultiTurnEnv):
         return [1.0]
     return [EnvRewards.weights_of(env)[name] for name in EnvRewards.weights_of(env)]

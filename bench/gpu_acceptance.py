@@ -168,7 +168,8 @@ def work(run: Run, arch: str, out: Path) -> dict[str, Any]:
         record["step_time_unit"] = "s per sample (wall, model load included)"
         record["summary"] = {k: v for k, v in result.summary.items() if isinstance(v, int | float | str)}
     else:
-        from rlvr_gym.backends.metrics import OPTIMIZER_FILE, read_metrics
+        from rlvr_gym.backends.metrics import read_metrics
+        from rlvr_gym.backends.run_layout import OPTIMIZER_FILE
         from rlvr_gym.trainers.train import train
 
         result = train(envs.make(ENV), config, backend=run.backend, backend_options=dict(run.options))

@@ -24,9 +24,22 @@ source_suffix = {".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build"]
 
-# MyST: `{role}` and ```{directive} in Markdown; heading anchors so pages can link to sections.
-myst_enable_extensions = ["colon_fence", "deflist"]
+# MyST: `{role}` and ```{directive} in Markdown; heading anchors so pages can link to sections;
+# substitutions for the facts a page shows from the code ({{ sandbox_layers }}: the list
+# `rlvr-gym sandbox-info` prints, so the page cannot drift from it).
+myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
 myst_heading_anchors = 3
+
+
+def _sandbox_layers() -> str:
+    from rlvr_gym.verifiers.code.sandbox import LAYERS
+
+    return "\n".join(
+        ["| layer | what it is |", "|---|---|", *(f"| `{k}` | {v} |" for k, v in LAYERS.items())]
+    )
+
+
+myst_substitutions = {"sandbox_layers": _sandbox_layers()}
 
 # autodoc: members in source order, signatures without the type clutter (types go in the text).
 autodoc_member_order = "bysource"

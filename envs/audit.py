@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.envs.env import SingleTurnEnv, unwrap
 from rlvr_gym.envs.tool_audit import TOOL_FAMILIES, episodes, score_episodes
 from rlvr_gym.envs.tool_env import MultiTurnEnv
 from rlvr_gym.error import Error, InvalidArgument, InvalidType
@@ -37,7 +37,6 @@ from rlvr_gym.verifiers.audit import (
 BatchScore = Callable[[Sequence[object], Sequence[Task]], list[Verdict]]
 """Scores a batch in order, as ``env.verify_batch`` does (a scoring backend may stand in)."""
 
-AUDIT_FILE = "audit.json"
 FAST_TASKS = 3
 """Tasks the fast audit (the one ``train`` runs first) samples: a few seconds even for code envs."""
 BATCH_TIMEOUT = 600.0
@@ -258,8 +257,9 @@ def audit(
     actors holding the same env). Raises nothing on a failed audit: read ``report.ok``
     (``train`` raises :class:`AuditFailed`).
     """
-    if not isinstance(env, SingleTurnEnv):
-        raise InvalidType(f"audit needs a SingleTurnEnv (rlvr_gym.make(...)), got {type(env).__name__}")
+    given, env = env, unwrap(env)  # gymnasium.make's env: the one inside its wrappers
+    if env is None:
+        raise InvalidType(f"audit needs a SingleTurnEnv (rlvr_gym.make(...)), got {type(given).__name__}")
     if isinstance(n_tasks, bool) or not isinstance(n_tasks, int) or n_tasks < 1:
         raise InvalidArgument(f"n_tasks must be an integer >= 1, got {n_tasks!r}")
     if not 0.0 <= threshold < 1.0:
@@ -331,4 +331,4 @@ def fast_audit(
     return audit(env, n_tasks=FAST_TASKS, seed=seed, fast=True, score=score, skip=skip)
 
 
-__all__ = ["AUDIT_FILE", "FAST_TASKS", "AuditFailed", "AuditReport", "audit", "fast_audit", "settings_of"]
+__all__ = ["FAST_TASKS", "AuditFailed", "AuditReport", "audit", "fast_audit", "settings_of"]

@@ -20,7 +20,7 @@ from typing import Any
 import gymnasium
 from gymnasium import spaces
 
-from rlvr_gym.envs.env import EnvStateError, SingleTurnEnv
+from rlvr_gym.envs.env import EnvStateError, SingleTurnEnv, unwrap
 from rlvr_gym.envs.tool_env import MultiTurnEnv
 from rlvr_gym.error import Error, InvalidArgument
 from rlvr_gym.verifiers import Verdict, thaw
@@ -298,15 +298,17 @@ CHECK_NAMES: tuple[str, ...] = tuple(check.__name__.removeprefix("check_") for c
 """The rule names ``check_env`` reports, in the order it checks them."""
 
 
-def check_env(env: SingleTurnEnv, n_tasks: int = 8) -> list[str]:
+def check_env(env: SingleTurnEnv | gymnasium.Env, n_tasks: int = 8) -> list[str]:
     """Run every check on ``env`` (``n_tasks`` tasks per split); returns the names that passed.
 
+    ``env`` may come from ``gymnasium.make``: the env inside Gymnasium's wrappers is checked.
     Raises :class:`EnvCheckError` at the first broken rule.
     """
     if isinstance(n_tasks, bool) or not isinstance(n_tasks, int) or n_tasks < 1:
         raise InvalidArgument(f"n_tasks (tasks per split to check) must be an integer >= 1, got {n_tasks!r}")
-    if not isinstance(env, SingleTurnEnv):
-        raise EnvCheckError("type", f"expected an envs.SingleTurnEnv, got {type(env).__name__}")
+    given, env = env, unwrap(env)
+    if env is None:
+        raise EnvCheckError("type", f"expected an envs.SingleTurnEnv, got {type(given).__name__}")
     passed = []
     baseline = _children()
     for check in CHECKS:

@@ -23,6 +23,15 @@ from rlvr_gym.verifiers import Rubric, Task, Verdict, Verifier, freeze, run_veri
 
 PromptFormat = Literal["chat", "text"]
 Observation = list[dict[str, str]] | str
+GYMNASIUM_NAMESPACE = "rlvr_gym"
+"""The namespace our envs have in Gymnasium's registry (``gymnasium.make("rlvr_gym/arith-v0")``)."""
+
+
+def registry_id(env_id: str) -> str:
+    """Our registry's id for an id of Gymnasium's registry: ``rlvr_gym/arith-v0`` -> ``arith-v0``;
+    an id with a namespace of its own is the same in both (the inverse of ``envs.gymnasium_id``)."""
+    namespace, _, name = env_id.partition("/")
+    return name if namespace == GYMNASIUM_NAMESPACE and name else env_id
 
 
 class EnvStateError(Error, RuntimeError):
@@ -57,6 +66,18 @@ def freeze_rows(rows: Sequence[Task]) -> Sequence[Task]:
     return tuple(freeze(row) for row in rows) if type(rows) in (list, tuple) else FrozenRows(rows)
 
 
+def unwrap(env: object) -> SingleTurnEnv | None:
+    """The rlvr_gym env ``env`` is or wraps, else ``None``.
+
+    ``gymnasium.make`` hands back our env inside its wrappers (``OrderEnforcing``,
+    ``PassiveEnvChecker``); the checker, the audit and the trainer helpers work on the env itself
+    (its tasks, prompts and rubric, which no Gymnasium wrapper changes), so they take either.
+    """
+    if isinstance(env, gymnasium.Wrapper):
+        env = env.unwrapped
+    return env if isinstance(env, SingleTurnEnv) else None
+
+
 class SingleTurnEnv(gymnasium.Env[Observation, str]):
     """A single-step text environment: ``reset`` poses a task, ``step(completion)`` scores it."""
 
@@ -85,10 +106,12 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
         """The registered id (``gsm8k-v0``), or the class name of an env built without the registry.
 
         The one place this is worked out: run folders, rollout logs, eval summaries and the audit
-        all name an env by it.
+        all name an env by it. The same under both makes: ``gymnasium.make("rlvr_gym/gsm8k-v0")``
+        leaves Gymnasium's spec (``rlvr_gym/gsm8k-v0``) on the env, and its ``id`` is ``gsm8k-v0``
+        as from ``rlvr_gym.make`` — the id ``rlvr_gym.make`` and ``rlvr-gym eval --env`` take back.
         """
         spec = getattr(self, "spec", None)
-        return spec.id if spec is not None else type(self).__name__
+        return registry_id(spec.id) if spec is not None else type(self).__name__
 
     # ----- what subclasses write -------------------------------------------------------------
     def load_tasks(self, split: str) -> Sequence[Task]:

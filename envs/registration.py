@@ -27,14 +27,13 @@ from gymnasium.envs.registration import EnvSpec as GymEnvSpec
 from gymnasium.envs.registration import parse_env_id
 from gymnasium.envs.registration import registry as gym_registry
 
-from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.envs.env import GYMNASIUM_NAMESPACE, SingleTurnEnv, registry_id
 from rlvr_gym.envs.knobs import typed_kwargs
 from rlvr_gym.error import Error
 
 logger = logging.getLogger("rlvr_gym.envs")
 
 ENTRY_POINT_GROUP = "rlvr_gym.envs"
-GYMNASIUM_NAMESPACE = "rlvr_gym"
 EnvFactory = Callable[..., SingleTurnEnv]
 
 
@@ -176,9 +175,15 @@ def register(
     """Register an env under ``id``. ``defaults`` are keyword arguments every ``make`` gets.
 
     ``entry_point`` is an env class, a factory returning a ``SingleTurnEnv``, or a lazy
-    ``"module:attr"`` string. Registering an id twice is an error.
+    ``"module:attr"`` string. Registering an id twice is an error, and so is an id in the
+    ``rlvr_gym/`` namespace (Gymnasium's registry holds every id there already).
     """
     _validate_id(id)
+    if registry_id(id) != id:
+        raise InvalidEnvIdError(
+            f"cannot register {id!r}: {GYMNASIUM_NAMESPACE}/ is the namespace Gymnasium's registry gives "
+            f"our ids; register {registry_id(id)!r}"
+        )
     if id in _registry:
         raise DuplicateEnvError(f"env {id!r} is already registered (by {_registry[id].entry_point!r})")
     _check_versioning(id)
@@ -237,9 +242,10 @@ def latest_version(id: str) -> str | None:  # noqa: A002
 
 
 def spec(id: str) -> EnvSpec:  # noqa: A002
-    """The spec registered under ``id``; an id without a version means its latest version.
-    Unknown ids fail naming the closest ones."""
-    _validate_id(id)
+    """The spec registered under ``id``; an id without a version means its latest version, and
+    Gymnasium's id (``rlvr_gym/gsm8k-v0``) means ours (``gsm8k-v0``). Unknown ids fail naming the
+    closest ones."""
+    id = registry_id(_validate_id(id))  # noqa: A001
     found = _registry.get(id)
     if found is None and (latest := latest_version(id)) is not None:
         found = _registry[latest]

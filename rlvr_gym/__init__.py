@@ -39,6 +39,7 @@ _LAZY: dict[str, str] = {
     "LoraSettings": "rlvr_gym.backends.config",
     "train": "rlvr_gym.trainers.train",
     "evaluate": "rlvr_gym.trainers.evaluate",
+    "EvalConfig": "rlvr_gym.trainers.eval_config",
 }
 _SUBPACKAGES = ("envs", "verifiers", "backends", "trainers", "error")
 # public modules deeper down, reachable as rlvr_gym.<name> (imported on first use)
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from rlvr_gym.backends.config import LoraSettings, RunConfig
     from rlvr_gym.envs import SingleTurnEnv, check_env, make, make_vec, register, registry, spec
     from rlvr_gym.envs.audit import AuditFailed, AuditReport, audit
+    from rlvr_gym.trainers.eval_config import EvalConfig
     from rlvr_gym.trainers.evaluate import evaluate
     from rlvr_gym.trainers.train import train
     from rlvr_gym.verifiers.rubric import Rubric
@@ -77,6 +79,7 @@ __all__ = [
     "AuditFailed",
     "AuditReport",
     "Error",
+    "EvalConfig",
     "LoraSettings",
     "Reason",
     "Rubric",

@@ -7,7 +7,8 @@ import json
 import pytest
 
 import rlvr_gym as rg
-from rlvr_gym.envs.audit import AUDIT_FILE, AuditFailed
+from rlvr_gym.backends.run_layout import AUDIT_FILE
+from rlvr_gym.envs.audit import AuditFailed
 from rlvr_gym.trainers.cli import main
 from rlvr_gym.verifiers import Verdict
 from rlvr_gym.verifiers.audit import FAMILIES, Subject, exploits_for, near_misses

@@ -160,11 +160,12 @@ def test_check_env_refuses_a_task_count_below_one():
         envs.check_env(envs.make("arith"), n_tasks=0)
 
 
-def test_eval_flags_are_evaluate_s_parameters_and_their_defaults():
-    """The eval command's flags are made from evaluate()'s and OpenAISampler's annotated
-    parameters: each has its flag, and only typed flags reach the call (the function's own
-    defaults fill the rest)."""
-    from rlvr_gym.trainers.evaluate import evaluate
+def test_eval_flags_are_eval_config_s_fields_and_their_defaults():
+    """The eval command's flags are made from EvalConfig's fields (as train's are from
+    RunConfig's) and OpenAISampler's annotated parameters: each has its flag, and only typed
+    flags reach the config (the dataclass's own defaults fill the rest)."""
+    from rlvr_gym.backends.config import RunConfig
+    from rlvr_gym.trainers.eval_config import EvalConfig
     from rlvr_gym.trainers.flags import flag_of, given, params_of
     from rlvr_gym.trainers.openai_engine import OpenAISampler
 
@@ -172,9 +173,60 @@ def test_eval_flags_are_evaluate_s_parameters_and_their_defaults():
     subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     eval_parser = subcommands.choices["eval"]
     options = {s for action in eval_parser._actions for s in action.option_strings}
-    for source in (evaluate, OpenAISampler.__init__):
+    for source in (EvalConfig, OpenAISampler.__init__):
         for param in params_of(source):
             assert flag_of(param) in options, flag_of(param)
-    assert {"--n", "--k", "--batch-rollouts", "--no-progress", "--request-timeout"} <= options
-    args = parser.parse_args(["eval", "--env", "arith", "--n", "8", "--no-progress", "--batch-rollouts", "4"])
-    assert given(args, evaluate) == {"n": 8, "progress": False, "batch_rollouts": 4}
+    assert {"--n", "--k", "--batch-rollouts", "--no-progress", "--request-timeout", "--engine"} <= options
+    argv = [
+        "eval",
+        "--env",
+        "arith",
+        "--n",
+        "8",
+        "--no-progress",
+        "--batch-rollouts",
+        "4",
+        "--engine",
+        "openai",
+    ]
+    args = parser.parse_args(argv)
+    assert given(args, EvalConfig) == {"n": 8, "progress": False, "batch_rollouts": 4, "engine": "openai"}
+    assert EvalConfig(**given(args, EvalConfig)).ks == [1, 8]  # --k's default: 1 and n
+    helps = {a.dest: a.help for a in eval_parser._actions}
+    train_parser = subcommands.choices["train"]
+    assert helps["scoring"] == {a.dest: a.help for a in train_parser._actions}["scoring"]
+    assert EvalConfig().scoring == RunConfig().scoring and "(default: 4)" in helps["n"]
+
+
+def test_evaluate_takes_an_eval_config_and_refuses_what_it_cannot_run(tmp_path):
+    """``evaluate()``'s settings are EvalConfig's: a config object, its fields by name on top, and
+    clear refusals (an unknown setting, k above n, openai without its sampler) before any load."""
+    from rlvr_gym.error import InvalidArgument
+    from rlvr_gym.trainers.eval_config import EvalConfig
+    from rlvr_gym.trainers.evaluate import evaluate
+
+    with pytest.raises(InvalidArgument, match="unknown eval settings \\['nn'\\]"):
+        evaluate("arith", "m", EvalConfig(n=2), nn=3)
+    with pytest.raises(InvalidArgument, match="k must be integers in \\[1, n=2\\]"):
+        evaluate("arith", "m", EvalConfig(n=2), k=[1, 4])
+    with pytest.raises(InvalidArgument, match="engine 'openai' needs its sampler"):
+        evaluate("arith", "m", EvalConfig(engine="openai"), output_dir=tmp_path)
+    assert not any(tmp_path.iterdir())
+    assert EvalConfig(k=4).k == (4,) and EvalConfig(n=1).ks == [1]
+    assert EvalConfig().split_of(("train",)) == "train" and EvalConfig().split_of(("train", "test")) == "test"
+
+
+def test_sandbox_info_prints_every_layer_here_and_for_a_ray_node(capsys):
+    """One list of sandbox layers: the isolation report, the walls each Ray node's actor reports
+    and both ``sandbox-info`` printouts follow it (the per-node one once lacked the IPC wall)."""
+    from rlvr_gym.backends.scoring.ray import walls_here
+    from rlvr_gym.trainers.cli import print_layers
+    from rlvr_gym.verifiers.code.sandbox import LAYERS, Isolation
+
+    assert list(Isolation().as_dict())[: len(LAYERS)] == list(LAYERS)
+    walls = walls_here()  # what every node's first scoring actor sends the driver
+    assert "error" not in walls and set(LAYERS) <= walls.keys()
+    print_layers(walls, indent="  ")
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[: len(LAYERS)]] == list(LAYERS)
+    assert lines[list(LAYERS).index("ipc")] == f"  {'ipc':<11} {walls['ipc']}"

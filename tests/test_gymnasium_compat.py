@@ -150,3 +150,21 @@ def test_make_vec_batches_reset_and_step():
 def _rows(batched):
     """Gymnasium batches dict infos key by key; turn them back into one dict per env."""
     return [dict(zip(batched, values, strict=True)) for values in zip(*batched.values(), strict=True)]
+
+
+def test_one_make_one_id_a_gymnasium_made_env_is_checked_and_audited():
+    """``gymnasium.make`` and ``rlvr_gym.make`` give envs with one id, and the checker and the
+    audit take the env inside Gymnasium's wrappers (Gymnasium's own checker still passes); the
+    TRL helpers: tests/test_trl_adapter.py."""
+    from rlvr_gym.envs.audit import audit
+
+    wrapped, ours = gymnasium.make("rlvr_gym/arith-v0"), rg.make("arith-v0")
+    assert isinstance(wrapped, gymnasium.Wrapper) and wrapped.spec.id == "rlvr_gym/arith-v0"
+    assert wrapped.unwrapped.id == ours.id == rg.make("rlvr_gym/arith-v0").id == "arith-v0"
+    assert rg.make("rlvr_gym/arith").spec.id == "arith-v0"  # Gymnasium's id is ours under both makes
+    gymnasium_check_env(wrapped.unwrapped, skip_render_check=True)
+    assert envs.check_env(wrapped, n_tasks=2) == envs.check_env(ours, n_tasks=2)
+    report = audit(wrapped, n_tasks=2, fast=True, families=["echo", "hedging"])
+    assert report.env == "arith-v0" and report.ok
+    with pytest.raises(envs.InvalidEnvIdError, match="register 'scratch-v0'"):
+        envs.register("rlvr_gym/scratch-v0", "rlvr_gym.envs.arith:ArithEnv")

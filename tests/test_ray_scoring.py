@@ -219,6 +219,19 @@ def test_a_node_without_the_hosts_sandbox_layers_is_refused(cluster):
     assert not ray.is_initialized()  # the failed scorer left no connection behind
 
 
+def test_sandbox_info_prints_every_layer_of_every_node(cluster, capsys):
+    from rlvr_gym.trainers.cli import main
+    from rlvr_gym.verifiers.code.sandbox import LAYERS
+
+    assert main(["sandbox-info", "--ray-address", cluster.address]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    nodes = [i for i, line in enumerate(lines) if line.startswith("node ")]
+    assert len(nodes) == 2  # the two CPU nodes; the head scores nothing
+    for start in nodes:
+        assert [line.split()[0] for line in lines[start + 1 : start + 1 + len(LAYERS)]] == list(LAYERS)
+        assert "IPC namespace" in lines[start + 1 + list(LAYERS).index("ipc")]
+
+
 def rewards_of(rewards) -> list[list[float | None]]:
     """Every component's rewards for one right and one wrong answer to two tasks."""
     env = rewards.env

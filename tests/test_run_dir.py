@@ -9,6 +9,7 @@ import time
 import pytest
 
 from rlvr_gym.backends.config import RunConfig
+from rlvr_gym.backends.run_layout import MODEL_CARD_FILE, OPTIMIZER_FILE, written_by_a_run
 from rlvr_gym.error import InvalidArgument, MissingPath
 from rlvr_gym.trainers import run_dir
 from rlvr_gym.trainers.cli import main
@@ -158,6 +159,8 @@ def test_overwrite_replaces_the_run_whole_and_old_checkpoints_are_rotated(warm_a
     out = tmp_path / "run"
     assert main(cli_train(warm_arith_model, out, "--max-steps", "5", "--keep-checkpoints", "2")) == 0
     assert checkpoints(out) == [4, 5], "only the last 2 checkpoints stay"
+    unnamed = [p.name for p in out.iterdir() if not written_by_a_run(p.name) and p.name != MODEL_CARD_FILE]
+    assert not unnamed, f"the run wrote {unnamed}, which backends/run_layout.py does not name"
     assert (out / "final" / "model.safetensors").is_file() and len(read_metrics(out)) == 5
 
     capsys.readouterr()
@@ -175,9 +178,19 @@ def test_overwrite_replaces_the_run_whole_and_old_checkpoints_are_rotated(warm_a
     assert [r["step"] for r in read_metrics(out)] == [1, 2, 3] and checkpoints(out) == [2, 3]
 
 
+def test_overwrite_removes_every_file_a_finished_run_wrote(tmp_path, capsys):
+    """Before: run_dir kept its own list of what a run writes, without the optimizer record
+    backends/trl.py leaves at the end of every run, so --overwrite left the old run's behind."""
+    folder = fake_run(tmp_path / "run", checkpoints=(5,), final=True, metrics=5)
+    (folder / OPTIMIZER_FILE).write_text("{}")
+    run_dir.prepare(folder, resume=False, overwrite=True, max_steps=5)
+    assert sorted(p.name for p in folder.iterdir()) == []
+    assert OPTIMIZER_FILE in capsys.readouterr().out
+
+
 def test_an_eval_before_training_leaves_the_folder_fresh(tmp_path):
     """examples/eval_before_after.py evaluates the base model into RUN_DIR/eval-before first."""
-    from rlvr_gym.trainers.evaluate import SETTINGS_FILE
+    from rlvr_gym.backends.run_layout import EVAL_SETTINGS_FILE as SETTINGS_FILE
 
     (tmp_path / "run" / "eval-before").mkdir(parents=True)
     (tmp_path / "run" / "eval-before" / SETTINGS_FILE).write_text("{}")

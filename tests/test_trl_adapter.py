@@ -56,6 +56,23 @@ def test_verifier_errors_are_none_and_rows_of_another_env_are_refused():
         _call(reward_funcs(env), gsm8k_rows, ["a", "b"])
 
 
+def test_a_gymnasium_made_env_gives_the_same_rows_and_rewards():
+    """``gymnasium.make("rlvr_gym/arith-v0")`` hands back our env in Gymnasium's wrappers: the
+    helpers take it, and its rows name the env by the id ``rlvr_gym.make`` gives."""
+    import gymnasium
+
+    wrapped, ours = gymnasium.make("rlvr_gym/arith-v0"), rg.make("arith-v0")
+    rows = dataset(wrapped, "test").select(range(3))
+    assert rows["task_env"] == ["arith-v0"] * 3 and rows["prompt"] == dataset(ours, "test")["prompt"][:3]
+    assert reward_weights(wrapped) == reward_weights(ours)
+    completions = [
+        wrapped.unwrapped.reference_completion(wrapped.unwrapped.tasks("test")[i]) for i in range(3)
+    ]
+    assert _call(reward_funcs(wrapped), list(rows), completions) == _call(
+        reward_funcs(ours), list(rows), completions
+    )
+
+
 def test_group_size_is_read_off_the_batch():
     env = rg.make("arith")
     rewards = env_rewards(env)

@@ -7,6 +7,7 @@ else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import os
@@ -16,9 +17,11 @@ from typing import Any
 
 from rlvr_gym import backends, envs
 from rlvr_gym.backends.config import RunConfig
+from rlvr_gym.backends.run_layout import METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE
 from rlvr_gym.error import Error
+from rlvr_gym.trainers.eval_config import EvalConfig
 from rlvr_gym.trainers.evaluate import evaluate
-from rlvr_gym.trainers.flags import add_flags, default_of, flags_given, given, parse_env_args
+from rlvr_gym.trainers.flags import add_flags, flags_given, given, parse_env_args
 from rlvr_gym.trainers.openai_engine import OpenAISampler
 from rlvr_gym.trainers.parser import Parser
 from rlvr_gym.trainers.serve_cmd import add_serve_args, cmd_serve
@@ -62,7 +65,7 @@ def add_import_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def add_scoring_args(parser: argparse.ArgumentParser) -> None:
-    """``--scoring`` / ``--ray-address`` for ``eval`` and ``audit``: RunConfig's own fields (help,
+    """``--scoring`` / ``--ray-address`` for ``audit``: RunConfig's own fields (help,
     choices and defaults from the dataclass), as ``train`` has them."""
     add_flags(parser, RunConfig, only=("scoring", "ray_address"))
     parser.set_defaults(scoring=RunConfig.scoring, ray_address=RunConfig.ray_address)
@@ -127,13 +130,21 @@ def cmd_sandbox_info(args: argparse.Namespace) -> int:
     with SandboxPool(1) as pool:
         isolation = pool.isolation
     print(f"running as uid {os.geteuid()}")
-    for layer in ("filesystem", "pid", "network", "ipc", "seccomp", "uid"):
-        print(f"{layer:<11} {isolation[layer]}")
-    for note in isolation["notes"]:
-        print(f"note        {note}")
-    for missing in isolation["missing"]:
-        print(f"MISSING     {missing}")
+    print_layers(isolation)
     return 1 if isolation["missing"] else 0
+
+
+def print_layers(walls: dict[str, Any], indent: str = "") -> None:
+    """One line per sandbox layer (:data:`~rlvr_gym.verifiers.code.sandbox.LAYERS`, in its order),
+    then the notes and what is missing: this host's report and each Ray node's alike."""
+    from rlvr_gym.verifiers.code.sandbox import LAYERS
+
+    for layer in LAYERS:
+        print(f"{indent}{layer:<11} {walls.get(layer, walls.get('error'))}")
+    for note in walls.get("notes", []):
+        print(f"{indent}note        {note}")
+    for missing in walls.get("missing", []):
+        print(f"{indent}MISSING     {missing}")
 
 
 def sandbox_info_per_node(address: str) -> int:
@@ -145,10 +156,7 @@ def sandbox_info_per_node(address: str) -> int:
     try:
         for node, walls in sorted(scorer.walls.items()):
             print(f"node {node[:12]}")
-            for layer in ("filesystem", "pid", "network", "seccomp", "uid"):
-                print(f"  {layer:<11} {walls.get(layer, walls.get('error'))}")
-            for missing in walls.get("missing", []):
-                print(f"  MISSING     {missing}")
+            print_layers(walls, indent="  ")
     finally:
         scorer.close()
     return 0
@@ -263,7 +271,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             first = sum(r.get(key, 0.0) for r in rows[:fifth]) / fifth
             last = sum(r.get(key, 0.0) for r in rows[-fifth:]) / fifth
             print(f"{label}: first fifth {first:.3f} -> last fifth {last:.3f} over {result.steps} steps")
-    print(f"metrics: {result.output_dir / 'metrics.jsonl'}")
+    print(f"metrics: {result.output_dir / METRICS_FILE}")
     print(f"model:   {result.model_dir}")
     if result.plot:
         print(f"plot:    {result.plot}")
@@ -276,10 +284,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     if args.model is None:
         raise CliError("--model is required (a Hugging Face model path or hub id; see rlvr-gym tiny-model)")
-    options = given(args, evaluate)
+    config = EvalConfig(**given(args, EvalConfig))  # the flags typed; EvalConfig's defaults the rest
     openai_options = given(args, OpenAISampler.__init__, dest=OPENAI)
     sampler = None
-    if args.engine == "openai":
+    if config.engine == "openai":
         if args.base_url is None:
             raise CliError(
                 "--engine openai needs --base-url (the server's /v1 root, e.g. http://127.0.0.1:8000/v1)"
@@ -288,8 +296,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         sampler = OpenAISampler(
             args.base_url,
             model,
-            max_new_tokens=options.get("max_new_tokens", default_of(evaluate, "max_new_tokens")),
-            temperature=options.get("temperature", default_of(evaluate, "temperature")),
+            max_new_tokens=config.max_new_tokens,
+            temperature=config.temperature,
             **openai_options,
         )
     elif args.base_url is not None or openai_options:
@@ -303,19 +311,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if chosen.note:
         print(chosen.note)
     env = envs.make(chosen.env_id, **chosen.env_kwargs)
-    n = options.get("n", default_of(evaluate, "n"))
-    options.setdefault("k", [1, n] if n > 1 else [1])
-    options.setdefault("split", "test" if "test" in env.splits else env.splits[0])
-    options.setdefault("output_dir", default_eval_dir(model, chosen.env_id))
-    result = evaluate(
-        env,
-        model,
-        **options,
-        engine=args.engine,
-        sampler=sampler,
-        scoring=args.scoring,
-        ray_address=args.ray_address,
-    )
+    if config.output_dir is None:  # named by the env id as typed (runs/eval-arith-MODEL)
+        config = dataclasses.replace(config, output_dir=default_eval_dir(model, chosen.env_id))
+    result = evaluate(env, model, config, sampler=sampler)
     s = result.summary
     session = s["this_session"]
     print(f"{s['env']} {s['split']}: {s['tasks']} tasks x {s['n']} samples ({s['engine'] or 'all resumed'})")
@@ -333,8 +331,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         f"scored {session['rollouts_scored']} rollouts this run, resumed {session['rollouts_resumed']}"
         + (f", {session['rollouts_per_s']} rollouts/s" if session["rollouts_per_s"] else "")
     )
-    print(f"rollouts: {result.output_dir / 'rollouts.jsonl'}")
-    print(f"summary:  {result.output_dir / 'summary.json'}")
+    print(f"rollouts: {result.output_dir / ROLLOUTS_FILE}")
+    print(f"summary:  {result.output_dir / SUMMARY_FILE}")
     for line in s["warnings"]:  # said during the eval too; repeated last, where it is read
         print(f"WARNING: {line}")
     return 0
@@ -522,18 +520,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="HF model path or hub id, or a run folder (its final/) or a model inside one",
     )
-    add_flags(p, evaluate)  # --n, --k, --split, --limit, --output-dir, --max-new-tokens, ...
-    p.add_argument(
-        "--engine",
-        default="auto",
-        choices=["auto", "transformers", "vllm", "openai"],
-        help="auto: vLLM on a CUDA GPU where installed, else transformers; "
-        "openai: an OpenAI-compatible server at --base-url (pip install 'rlvr-gym[openai]')",
-    )
+    add_flags(p, EvalConfig)  # --n, --k, --split, ..., --engine, --scoring, --ray-address
     group = p.add_argument_group("--engine openai options")
     group.add_argument("--base-url", default=None, help="the server's /v1 root URL")
     add_flags(group, OpenAISampler.__init__, dest=OPENAI)
-    add_scoring_args(p)
     add_import_arg(p)
     p.set_defaults(run=cmd_eval)
 

@@ -1,4 +1,9 @@
-"""``evaluate(env, model, n, k)``: sample completions, score them with the env, summarise.
+"""``evaluate(env, model, config)``: sample completions, score them with the env, summarise.
+
+The settings are an :class:`~rlvr_gym.trainers.eval_config.EvalConfig` (``rlvr-gym eval``'s flags
+are made from it). ``evaluate`` is a short sequence of steps: the env to score, the folder and
+its recorded settings, the missing rollouts sampled and scored a chunk at a time
+(:func:`_score_chunk`, or :func:`_play_chunk` for a tool env), then the summary.
 
 Generation uses transformers ``generate`` (any machine); vLLM is used only when it is installed
 and a CUDA GPU is present, and asking for it elsewhere is refused with the reason. Every scored
@@ -23,26 +28,28 @@ import importlib.util
 import json
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Protocol
+from typing import Any, Protocol
+
+import gymnasium
 
 from rlvr_gym import envs
-from rlvr_gym.backends.config import about
 from rlvr_gym.backends.console import announce
-from rlvr_gym.backends.rollouts import ROLLOUTS_FILE, Rollout, RolloutLog, episode_turns
-from rlvr_gym.backends.scoring import Scorer, check_scoring, make_scorer, scored_by
+from rlvr_gym.backends.rollouts import Rollout, RolloutLog, episode_turns
+from rlvr_gym.backends.run_layout import EVAL_SETTINGS_FILE, ROLLOUTS_FILE, SUMMARY_FILE
+from rlvr_gym.backends.scoring import Scorer, make_scorer, scored_by
 from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
-from rlvr_gym.envs.env import Observation
-from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
+from rlvr_gym.envs.env import Observation, unwrap
+from rlvr_gym.error import InvalidArgument, InvalidType, NotAvailable, RunFailed
 from rlvr_gym.trainers import run_dir
+from rlvr_gym.trainers.eval_config import EvalConfig
 from rlvr_gym.trainers.model_ref import check_model_reference
 from rlvr_gym.trainers.passk import mean_pass_at_k
 from rlvr_gym.trainers.sample_checks import sample_warnings
+from rlvr_gym.verifiers import Task
 
-SUMMARY_FILE = "summary.json"
-SETTINGS_FILE = "eval_settings.json"
 ENGINES = ("auto", "transformers", "vllm")
 
 
@@ -270,7 +277,7 @@ def _check_settings(output_dir: Path, settings: dict[str, Any], *, write: bool) 
     The settings are written (``write``) only after the model has loaded, so a failed start
     (a mistyped model path) leaves nothing that refuses the corrected retry.
     """
-    path = output_dir / SETTINGS_FILE
+    path = output_dir / EVAL_SETTINGS_FILE
     if path.is_file():
         before = json.loads(path.read_text())
         changed = sorted(k for k in settings if before.get(k) != settings[k])
@@ -284,195 +291,246 @@ def _check_settings(output_dir: Path, settings: dict[str, Any], *, write: bool) 
 
 
 def evaluate(
-    env: SingleTurnEnv | str | None,
+    env: SingleTurnEnv | gymnasium.Env | str | None,
     model: str | Path,
-    n: Annotated[int, about("samples per task")] = 4,
-    k: Annotated[
-        int | Sequence[int],
-        about("pass@k to report: --k 1 4 or --k 1 --k 4", type=int, many=True, cli_default="1 and n"),
-    ] = 1,
+    config: EvalConfig | None = None,
     *,
-    split: Annotated[
-        str, about("split to score", cli_default="test when the env has it, else its first")
-    ] = "test",
-    limit: Annotated[int | None, about("evaluate only the first N tasks", metavar="N")] = None,
-    output_dir: Annotated[
-        str | Path,
-        about(
-            "where rollouts and the summary go; an earlier eval there with the same settings is resumed",
-            cli_default="RUN_DIR/eval-final for a run's model, else runs/eval-ENV-MODEL",
-        ),
-    ] = "runs/eval",
-    engine: str = "auto",
-    max_new_tokens: Annotated[int, about("tokens generated per sample at most")] = 256,
-    temperature: Annotated[float, about("sampling temperature")] = 1.0,
-    seed: Annotated[int, about("sampling seed (each task's seed is derived from it)")] = 0,
-    fresh: Annotated[bool, about("discard an earlier eval in --output-dir")] = False,
-    progress: Annotated[bool, about("a progress line on the console")] = True,
     sampler: Sampler | None = None,
-    batch_rollouts: Annotated[int, about("completions scored per batch")] = 32,
-    scoring: str = "local",
-    ray_address: str | None = None,
+    **settings: Any,
 ) -> EvalResult:
     """Evaluate ``model`` on the first ``limit`` tasks of ``split``: ``n`` samples per task.
 
-    Resumes from ``output_dir/rollouts.jsonl`` unless ``fresh``; rollouts already there are
-    neither regenerated nor re-scored. Completions are scored ``batch_rollouts`` at a time
-    through ``env.verify_batch`` (a code env runs them on its sandbox pool in parallel), on this
-    host (``scoring="local"``) or on Ray actors across a cluster (``"ray"``, at ``ray_address``);
-    the scorer is set up before the model loads, so an unreachable cluster costs no load.
-    Returns the summary (also written to ``summary.json``).
+    ``config`` is an :class:`EvalConfig`; ``settings`` are its fields given by name on top
+    (``evaluate("arith", model, n=4, k=[1, 4])``). Resumes from ``output_dir/rollouts.jsonl``
+    unless ``fresh``; rollouts already there are neither regenerated nor re-scored. Completions
+    are scored ``batch_rollouts`` at a time through ``env.verify_batch`` (a code env runs them on
+    its sandbox pool in parallel), on this host (``scoring="local"``) or on Ray actors across a
+    cluster (``"ray"``, at ``ray_address``); the scorer is set up before the model loads, so an
+    unreachable cluster costs no load. Returns the summary (also written to ``summary.json``).
 
     ``model`` may be a training run's folder (its ``final/`` is evaluated) or a model inside one;
     then an ``env`` given by id (or ``None``) means the run's recorded env id, version and
     settings (see :func:`rlvr_gym.trainers.run_dir.eval_env`). ``sampler`` replaces the local
     engines, e.g. :class:`rlvr_gym.trainers.openai_engine.OpenAISampler` for a remote server.
     """
-    ks = [k] if isinstance(k, int) else list(k)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InvalidArgument(f"n (samples per task) must be an integer >= 1, got {n!r}")
-    for value in ks:
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= n:
-            raise InvalidArgument(f"k must be integers in [1, n={n}], got {value!r}")
-    if limit is not None and limit < 1:
-        raise InvalidArgument(f"limit must be >= 1, got {limit}")
-    if max_new_tokens < 1 or temperature < 0:
-        raise InvalidArgument(
-            f"need max_new_tokens >= 1 and temperature >= 0, got {max_new_tokens}, {temperature}"
-        )
-    if temperature == 0 and n > 1:
-        raise InvalidArgument(
-            f"temperature 0 is greedy decoding: its n={n} samples per task would all be the same; "
-            "use n=1 or a temperature > 0"
-        )
-    if isinstance(batch_rollouts, bool) or not isinstance(batch_rollouts, int) or batch_rollouts < 1:
-        raise InvalidArgument(f"batch_rollouts must be an integer >= 1, got {batch_rollouts!r}")
-    check_scoring(scoring, ray_address)
-    if isinstance(env, MultiTurnEnv) and scoring != "local":
-        raise InvalidArgument(f"{env.id} is a tool env: its episodes are scored as they are played (scoring='local')")
+    config = EvalConfig.of(config, **settings)
     if sampler is None:
+        if config.engine == "openai":
+            raise InvalidArgument(
+                "engine 'openai' needs its sampler: evaluate(..., sampler=OpenAISampler(base_url, model))"
+            )
         model = run_dir.model_of_run(model)
         check_model_reference(model)
-    if isinstance(env, SingleTurnEnv):
-        env_obj = env
-    else:
-        chosen = run_dir.eval_env(model, env, {})
-        if chosen.note:
-            announce(chosen.note)
-        env_obj = envs.make(chosen.env_id, **chosen.env_kwargs)
-    spec = getattr(env_obj, "spec", None)
-    env_id = env_obj.id
-    env_kwargs = json.loads(json.dumps(dict(spec.kwargs), default=repr)) if spec is not None else {}
-    tasks = list(env_obj.tasks(split))[:limit]
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if fresh:
-        for name in (ROLLOUTS_FILE, SUMMARY_FILE, SETTINGS_FILE):
-            (out / name).unlink(missing_ok=True)
-    settings = {
-        "env": env_id,
-        "env_kwargs": env_kwargs,
-        "model": str(model),
-        "split": split,
-        "n": n,
-        "max_new_tokens": max_new_tokens,
-        "temperature": temperature,
-        "seed": seed,
-    }
-    _check_settings(out, settings, write=False)
-
-    with RolloutLog(out / ROLLOUTS_FILE) as log, _scorer(env_obj, scoring, ray_address) as scorer:
-        verify_batch = scored_by(scorer)
-        todo = [(i, [s for s in range(n) if (None, split, i, s) not in log]) for i in range(len(tasks))]
+    env_obj = _env_to_score(env, model, config)
+    split = config.split_of(env_obj.splits)
+    tasks = list(env_obj.tasks(split))[: config.limit]
+    out = _output_dir(config, model, env_obj)
+    recorded = _settings(env_obj, model, split, config)
+    _check_settings(out, recorded, write=False)
+    session = _Session()
+    with RolloutLog(out / ROLLOUTS_FILE) as log, _scorer(env_obj, config) as scorer:
+        todo = [
+            (i, [s for s in range(config.n) if (None, split, i, s) not in log]) for i in range(len(tasks))
+        ]
         todo = [(i, samples) for i, samples in todo if samples]
-        resumed = sum(1 for _, s, i, _ in log.rows if s == split and i < len(tasks))
-        generated = 0
-        gen_s = verify_s = 0.0
-        load_s = 0.0
+        session.resumed = sum(1 for _, s, i, _ in log.rows if s == split and i < len(tasks))
         if todo and sampler is None:
             t0 = time.perf_counter()
-            sampler = make_sampler(model, engine, max_new_tokens=max_new_tokens, temperature=temperature)
-            load_s = time.perf_counter() - t0
-        _check_settings(out, settings, write=True)  # only once the model loaded: a typo blocks nothing
-        started = time.perf_counter()  # throughput counts sampling and scoring, not model loading
-        bar = _progress(total=len(tasks) * n, initial=resumed, desc=f"eval {env_id}", enabled=progress)
-        try:
-            for chunk in _chunks(todo, batch_rollouts):
-                if isinstance(env_obj, MultiTurnEnv):  # each sample is an episode of the tool loop
-                    for index, samples in chunk:
-                        t0 = time.perf_counter()
-                        played = play_episodes(env_obj, split, index, samples, sampler, task_seed(seed, split, index))
-                        gen_s += time.perf_counter() - t0
-                        for rollout in played:
-                            log.append(dataclasses.replace(rollout, env=env_id))
-                        generated += len(played)
-                        bar.update(len(played))
-                    continue
-                pending: list[tuple[int, int, Observation, str]] = []
-                for index, samples in chunk:
-                    prompt = env_obj.prompt(tasks[index])
-                    t0 = time.perf_counter()
-                    completions = sampler.sample(prompt, n, task_seed(seed, split, index))
-                    gen_s += time.perf_counter() - t0
-                    if len(completions) != n:
-                        raise RunFailed(f"sampler returned {len(completions)} completions, expected {n}")
-                    pending += [(index, sample, prompt, completions[sample]) for sample in samples]
-                # One verify_batch per chunk: code envs run the whole chunk on their sandbox pool.
-                t0 = time.perf_counter()
-                verdicts = verify_batch([c for *_, c in pending], [tasks[i] for i, *_ in pending])
-                verify_s += time.perf_counter() - t0
-                for (index, sample, prompt, completion), verdict in zip(pending, verdicts, strict=True):
-                    log.append(
-                        Rollout(
-                            env=env_id,  # the exact version (gsm8k-v0), even when asked for "gsm8k"
-                            split=split,
-                            index=index,
-                            sample=sample,
-                            prompt=prompt,
-                            completion=completion,
-                            verdict=verdict.to_dict(),
-                        )
-                    )
-                    generated += 1
-                bar.update(len(pending))
-        finally:
-            bar.close()
-        wall = time.perf_counter() - started
-        rows = [log.rows[(None, split, i, s)] for i in range(len(tasks)) for s in range(n)]
+            sampler = make_sampler(
+                model, config.engine, max_new_tokens=config.max_new_tokens, temperature=config.temperature
+            )
+            session.load_s = time.perf_counter() - t0
+        _check_settings(out, recorded, write=True)  # only once the model loaded: a typo blocks nothing
+        _sample_and_score(env_obj, tasks, split, todo, sampler, scored_by(scorer), log, config, session)
+        rows = [log.rows[(None, split, i, s)] for i in range(len(tasks)) for s in range(config.n)]
         report = getattr(scorer, "report", None)  # Ray's: nodes, actors, losses and re-runs
-        scoring_report = report() if callable(report) else {"backend": scoring}
-
-    benchmark = env_obj.benchmark_metrics(
-        [row["verdict"] for row in rows], [tasks[row["index"]] for row in rows]
-    )
-    checks = sample_warnings(rows, n, temperature)
-    for line in checks["warnings"]:
-        announce(f"WARNING: {line}")
-    summary = {
-        **settings,
-        "engine": sampler.engine if sampler is not None else None,
-        "k": ks,
-        **summarise(rows, n, ks),
-        **({"benchmark": benchmark} if benchmark else {}),
-        **checks,
-        "this_session": {
-            "rollouts_scored": generated,
-            "rollouts_resumed": resumed,
-            "load_s": round(load_s, 3),
-            "wall_s": round(wall, 3),
-            "generate_s": round(gen_s, 3),
-            "verify_s": round(verify_s, 3),
-            "rollouts_per_s": round(generated / wall, 2) if generated and wall > 0 else None,
-            "scoring": scoring_report,
-        },
-    }
+        scoring_report = report() if callable(report) else {"backend": config.scoring}
+    summary = _summary(env_obj, tasks, rows, recorded, sampler, config, session.as_dict(scoring_report))
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     return EvalResult(out, summary, rows)
 
 
+@dataclass
+class _Session:
+    """What this call did (as against what it resumed), for the summary's ``this_session``."""
+
+    scored: int = 0
+    resumed: int = 0
+    load_s: float = 0.0
+    generate_s: float = 0.0
+    verify_s: float = 0.0
+    wall_s: float = 0.0
+    """Sampling and scoring, not model loading: what the throughput is over."""
+
+    def as_dict(self, scoring: dict[str, Any]) -> dict[str, Any]:
+        wall = self.wall_s
+        return {
+            "rollouts_scored": self.scored,
+            "rollouts_resumed": self.resumed,
+            "load_s": round(self.load_s, 3),
+            "wall_s": round(wall, 3),
+            "generate_s": round(self.generate_s, 3),
+            "verify_s": round(self.verify_s, 3),
+            "rollouts_per_s": round(self.scored / wall, 2) if self.scored and wall > 0 else None,
+            "scoring": scoring,
+        }
+
+
+def _env_to_score(
+    env: SingleTurnEnv | gymnasium.Env | str | None, model: str | Path, config: EvalConfig
+) -> SingleTurnEnv:
+    """The env object: as given (or inside Gymnasium's wrappers), else made from its id, or from
+    the run's record for a run's model."""
+    env_obj = unwrap(env)
+    if env_obj is None:
+        if env is not None and not isinstance(env, str):
+            raise InvalidType(f"env must be an rlvr_gym env, an env id or None, got {type(env).__name__}")
+        chosen = run_dir.eval_env(model, env, {})
+        if chosen.note:
+            announce(chosen.note)
+        env_obj = envs.make(chosen.env_id, **chosen.env_kwargs)
+    if isinstance(env_obj, MultiTurnEnv) and config.scoring != "local":
+        raise InvalidArgument(
+            f"{env_obj.id} is a tool env: its episodes are scored as they are played (scoring='local')"
+        )
+    return env_obj
+
+
+def _output_dir(config: EvalConfig, model: str | Path, env: SingleTurnEnv) -> Path:
+    """The eval's folder, made; emptied of an earlier eval's files with ``fresh``."""
+    out = Path(
+        config.output_dir if config.output_dir is not None else run_dir.default_eval_dir(model, env.id)
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    if config.fresh:
+        for name in (ROLLOUTS_FILE, SUMMARY_FILE, EVAL_SETTINGS_FILE):
+            (out / name).unlink(missing_ok=True)
+    return out
+
+
+def _settings(env: SingleTurnEnv, model: str | Path, split: str, config: EvalConfig) -> dict[str, Any]:
+    """What makes two evals the same eval: a resumed one must match it (``eval_settings.json``)."""
+    spec = getattr(env, "spec", None)
+    return {
+        "env": env.id,
+        "env_kwargs": json.loads(json.dumps(dict(spec.kwargs), default=repr)) if spec is not None else {},
+        "model": str(model),
+        "split": split,
+        "n": config.n,
+        "max_new_tokens": config.max_new_tokens,
+        "temperature": config.temperature,
+        "seed": config.seed,
+    }
+
+
+def _sample_and_score(
+    env: SingleTurnEnv,
+    tasks: Sequence[Task],
+    split: str,
+    todo: list[tuple[int, list[int]]],
+    sampler: Sampler | None,
+    verify_batch: Callable[[Sequence[object], Sequence[Task]], list[Any]],
+    log: RolloutLog,
+    config: EvalConfig,
+    session: _Session,
+) -> None:
+    """Sample the missing rollouts a chunk at a time, score each chunk in one batch, log them."""
+    started = time.perf_counter()
+    total = len(tasks) * config.n
+    bar = _progress(total=total, initial=session.resumed, desc=f"eval {env.id}", enabled=config.progress)
+    try:
+        for chunk in _chunks(todo, config.batch_rollouts):
+            if isinstance(env, MultiTurnEnv):  # each sample is an episode of the tool loop
+                rollouts = _play_chunk(env, split, chunk, sampler, config.seed, session)
+            else:
+                rollouts = _score_chunk(env, tasks, split, chunk, sampler, verify_batch, config, session)
+            for rollout in rollouts:
+                log.append(dataclasses.replace(rollout, env=env.id))  # the exact version (gsm8k-v0)
+            session.scored += len(rollouts)
+            bar.update(len(rollouts))
+    finally:
+        bar.close()
+        session.wall_s = time.perf_counter() - started
+
+
+def _play_chunk(
+    env: MultiTurnEnv,
+    split: str,
+    chunk: list[tuple[int, list[int]]],
+    sampler: Any,
+    seed: int,
+    session: _Session,
+) -> list[Rollout]:
+    """A tool env's chunk: each sample an episode, scored as it is played."""
+    rollouts: list[Rollout] = []
+    for index, samples in chunk:
+        t0 = time.perf_counter()
+        rollouts += play_episodes(env, split, index, samples, sampler, task_seed(seed, split, index))
+        session.generate_s += time.perf_counter() - t0
+    return rollouts
+
+
+def _score_chunk(
+    env: SingleTurnEnv,
+    tasks: Sequence[Task],
+    split: str,
+    chunk: list[tuple[int, list[int]]],
+    sampler: Any,
+    verify_batch: Callable[[Sequence[object], Sequence[Task]], list[Any]],
+    config: EvalConfig,
+    session: _Session,
+) -> list[Rollout]:
+    """A single-step env's chunk: ``n`` completions per task drawn together, then one
+    ``verify_batch`` for the whole chunk (code envs run it on their sandbox pool)."""
+    pending: list[tuple[int, int, Observation, str]] = []
+    for index, samples in chunk:
+        prompt = env.prompt(tasks[index])
+        t0 = time.perf_counter()
+        completions = sampler.sample(prompt, config.n, task_seed(config.seed, split, index))
+        session.generate_s += time.perf_counter() - t0
+        if len(completions) != config.n:
+            raise RunFailed(f"sampler returned {len(completions)} completions, expected {config.n}")
+        pending += [(index, sample, prompt, completions[sample]) for sample in samples]
+    t0 = time.perf_counter()
+    verdicts = verify_batch([c for *_, c in pending], [tasks[i] for i, *_ in pending])
+    session.verify_s += time.perf_counter() - t0
+    return [
+        Rollout(
+            split=split, index=index, sample=sample, prompt=prompt, completion=completion, verdict=v.to_dict()
+        )
+        for (index, sample, prompt, completion), v in zip(pending, verdicts, strict=True)
+    ]
+
+
+def _summary(
+    env: SingleTurnEnv,
+    tasks: Sequence[Task],
+    rows: Sequence[dict[str, Any]],
+    recorded: dict[str, Any],
+    sampler: Sampler | None,
+    config: EvalConfig,
+    this_session: dict[str, Any],
+) -> dict[str, Any]:
+    """``summary.json``: the settings, the figures over every rollout (resumed ones included),
+    the benchmark's own figures, the sample checks and what this call did."""
+    benchmark = env.benchmark_metrics([row["verdict"] for row in rows], [tasks[row["index"]] for row in rows])
+    checks = sample_warnings(rows, config.n, config.temperature)
+    for line in checks["warnings"]:
+        announce(f"WARNING: {line}")
+    return {
+        **recorded,
+        "engine": sampler.engine if sampler is not None else None,
+        "k": config.ks,
+        **summarise(rows, config.n, config.ks),
+        **({"benchmark": benchmark} if benchmark else {}),
+        **checks,
+        "this_session": this_session,
+    }
+
+
 @contextlib.contextmanager
-def _scorer(env: SingleTurnEnv, scoring: str, ray_address: str | None) -> Iterator[Scorer]:
-    scorer = make_scorer(env, scoring, ray_address=ray_address)
+def _scorer(env: SingleTurnEnv, config: EvalConfig) -> Iterator[Scorer]:
+    scorer = make_scorer(env, config.scoring, ray_address=config.ray_address)
     try:
         yield scorer
     finally:

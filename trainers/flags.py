@@ -1,6 +1,6 @@
 """Command-line flags made from dataclasses and signatures, so a flag and its field cannot drift apart.
 
-Each field of a dataclass (:class:`~rlvr_gym.backends.config.RunConfig`, a backend's
+Each field of a dataclass (:class:`~rlvr_gym.backends.config.RunConfig`, :class:`~rlvr_gym.trainers.eval_config.EvalConfig`, a backend's
 ``Options``) — or each ``Annotated[type, about(...)]`` parameter of a function — becomes
 one flag: ``--field-name`` unless its metadata names another (``flag``;
 ``None`` for a field with no flag), its argparse type from the type hint (``bool`` a
@@ -65,12 +65,6 @@ def params_of(source: type | Callable[..., Any]) -> Iterator[Param]:
         hint = hints.get(name)
         if get_origin(hint) is Annotated and isinstance(hint.__metadata__[0], dict):
             yield Param(name, get_args(hint)[0], parameter.default, hint.__metadata__[0])
-
-
-def default_of(source: Callable[..., Any], name: str) -> Any:
-    """The default of parameter ``name`` of ``source``: where a command fills in one value from
-    another flag's, it reads the function's own default rather than repeating it."""
-    return inspect.signature(source).parameters[name].default
 
 
 def flag_of(field: Param | dataclasses.Field) -> str | None:

@@ -20,12 +20,16 @@ from typing import Any
 from rlvr_gym.backends.metrics import plot_series, read_metrics, reward_keys
 from rlvr_gym.backends.protocol import steps_done
 from rlvr_gym.backends.rollouts import find_rollout_logs, read_rollouts
-from rlvr_gym.envs.audit import AUDIT_FILE
+from rlvr_gym.backends.run_layout import (
+    AUDIT_FILE,
+    CONFIG_FILE,
+    METRICS_FILE,
+    PLOTS_DIR,
+    REPORT_FILE,
+    SUMMARY_FILE,
+    TINY_MODEL_DIR,
+)
 from rlvr_gym.error import Error, InvalidArgument, MissingPath
-from rlvr_gym.trainers.evaluate import SUMMARY_FILE
-
-REPORT_FILE = "report.html"
-PLOTS_DIR = "plots"
 
 
 @dataclass
@@ -74,7 +78,7 @@ def make_plots(
     run_dir = Path(run_dir)
     rows = read_metrics(run_dir)
     if not rows:
-        raise MissingPath(f"no metrics in {run_dir / 'metrics.jsonl'}: is {run_dir} a training run folder?")
+        raise MissingPath(f"no metrics in {run_dir / METRICS_FILE}: is {run_dir} a training run folder?")
     weights = weights or {}
     out = run_dir / PLOTS_DIR
     out.mkdir(exist_ok=True)
@@ -209,7 +213,7 @@ def model_name(run_dir: Path, config: dict[str, Any] | None) -> str:
     if config.get("model"):
         return str(config["model"])
     warm = int(config.get("warm_start_steps") or 0)
-    built = run_dir / "tiny-model"
+    built = run_dir / TINY_MODEL_DIR
     where = f" ({built})" if built.is_dir() else ""
     return f"the tiny offline model{where}" + (f", after a {warm}-step supervised warm start" if warm else "")
 
@@ -484,7 +488,7 @@ def build_report(run_dir: str | Path, *, samples: int = 8) -> Report:
         raise MissingPath(f"run folder {run_dir} does not exist")
     if samples < 0:
         raise InvalidArgument(f"samples must be >= 0, got {samples}")
-    config = _read_json(run_dir / "config.json")
+    config = _read_json(run_dir / CONFIG_FILE)
     weights = component_weights(config)
     plots, missing = make_plots(run_dir, weights)
     page = run_dir / REPORT_FILE

@@ -31,31 +31,24 @@ from typing import Any, Literal
 
 from rlvr_gym.backends.console import announce
 from rlvr_gym.backends.protocol import steps_done
+from rlvr_gym.backends.run_layout import (
+    CHECKPOINT_PREFIX,
+    CONFIG_FILE,
+    EVAL_PREFIX,
+    EVAL_SETTINGS_FILE,
+    FINAL_DIR,
+    LEFT_BY_A_FAILED_START,
+    METRICS_FILE,
+    WARM_START_DIR,
+    WARM_START_DONE_FILE,
+    eval_dir_name,
+    written_by_a_run,
+)
 from rlvr_gym.backends.trl import last_checkpoint
 from rlvr_gym.error import InvalidArgument, MissingPath
 
-CONFIG_FILE = "config.json"
-EVAL_SETTINGS_FILE = "eval_settings.json"  # trainers.evaluate.SETTINGS_FILE (evaluate imports this module)
-FINAL_DIR = "final"
 RUN_KEYS = frozenset({"env_id", "max_steps", "num_generations", "output_dir"})
 """Keys every saved ``RunConfig`` has: a ``config.json`` with them is a run's, not a model's."""
-LEFT_BY_A_FAILED_START = frozenset(
-    {CONFIG_FILE, "audit.json", "tiny-model", "warm-start", "metrics.jsonl", "rollouts.jsonl"}
-)
-WRITTEN_BY_A_RUN = LEFT_BY_A_FAILED_START | {
-    FINAL_DIR,
-    "trainer_state.json",  # backends.protocol.TRAINER_STATE
-    "reward_curve.png",  # backends.protocol.PLOT_FILE
-    "runs",  # TensorBoard's event files (transformers' logging_dir under the output folder)
-}
-"""What ``train`` writes at the top of its folder, besides ``checkpoint-N/``: all ``--overwrite``
-removes. Evals (``eval-*/``), the report (``report.html``, ``plots/``) and a user's own files stay."""
-CHECKPOINT = re.compile(r"checkpoint-\d+")
-
-
-def written_by_a_run(name: str) -> bool:
-    """Whether an entry at the top of a run folder is one a training run writes."""
-    return name in WRITTEN_BY_A_RUN or CHECKPOINT.fullmatch(name) is not None
 
 
 State = Literal["fresh", "resumable", "finished", "stopped", "foreign"]
@@ -92,7 +85,7 @@ def read_run_config(folder: Path) -> dict[str, Any] | None:
 
 
 def _logged_rows(folder: Path) -> int:
-    path = folder / "metrics.jsonl"
+    path = folder / METRICS_FILE
     if not path.is_file():
         return 0
     return sum(1 for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip())
@@ -148,7 +141,7 @@ def prepare(folder: str | Path, *, resume: bool, overwrite: bool, max_steps: int
             announce(f"--overwrite: kept {', '.join(kept)} (not written by a run)")
         return RunFolder(run.path, "fresh", None, None)
     if resume:
-        if run.checkpoint is None and (run.path / "warm-start" / "warm_start.json").is_file():
+        if run.checkpoint is None and (run.path / WARM_START_DIR / WARM_START_DONE_FILE).is_file():
             announce(
                 f"--resume: no checkpoint in {where} yet; GRPO starts again from its finished warm start"
             )
@@ -205,7 +198,7 @@ def run_of_model(model: str | Path) -> tuple[Path, dict[str, Any]] | None:
     for folder in (path, path.parent):
         config = read_run_config(folder)
         if config is not None and (
-            folder == path or path.name == FINAL_DIR or path.name.startswith("checkpoint-")
+            folder == path or path.name == FINAL_DIR or path.name.startswith(CHECKPOINT_PREFIX)
         ):
             return folder, config
     return None
@@ -291,7 +284,7 @@ def default_eval_dir(model: str | Path, env_id: str) -> str:
     and a short hash of its absolute path (two folders may share a name)."""
     found = run_of_model(model)
     if found is not None:
-        return str(found[0] / f"eval-{Path(str(model)).name}")
+        return str(found[0] / eval_dir_name(Path(str(model)).name))
     text = str(model)
     path = Path(text).expanduser()
     if path.exists():
@@ -299,7 +292,7 @@ def default_eval_dir(model: str | Path, env_id: str) -> str:
         tag = f"{path.resolve().name}-{digest}"
     else:
         tag = text
-    return f"runs/eval-{_slug(env_id)}-{_slug(tag)}"
+    return f"runs/{EVAL_PREFIX}{_slug(env_id)}-{_slug(tag)}"
 
 
 def _slug(text: str) -> str:

@@ -12,18 +12,16 @@ from typing import Any
 from rlvr_gym import backends, envs
 from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.backends.console import announce, quiet_libraries
+from rlvr_gym.backends.run_layout import AUDIT_FILE, CONFIG_FILE, TINY_MODEL_DIR, WARM_START_DIR
 from rlvr_gym.backends.scoring import make_scorer, scored_by
 from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.envs.audit import AUDIT_FILE, AuditFailed, fast_audit, settings_of
+from rlvr_gym.envs.audit import AuditFailed, fast_audit, settings_of
 from rlvr_gym.envs.registration import accepted_kwargs
 from rlvr_gym.error import InvalidArgument, NotAvailable
 from rlvr_gym.trainers import run_dir
 from rlvr_gym.trainers.model_ref import check_model_reference
 
 logger = logging.getLogger("rlvr_gym.trainers")
-
-TINY_MODEL_DIR = "tiny-model"
-WARM_START_DIR = "warm-start"
 
 
 def resolve_env(env: SingleTurnEnv | str | None, config: RunConfig) -> tuple[SingleTurnEnv, RunConfig]:
@@ -117,7 +115,9 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
         if finished_warm_start(warm, marker):
             announce(f"reusing the finished warm start in {warm} (same settings)")
         else:
-            what = "episodes (tool calls, then the answer)" if isinstance(env, envs.MultiTurnEnv) else "answers"
+            what = (
+                "episodes (tool calls, then the answer)" if isinstance(env, envs.MultiTurnEnv) else "answers"
+            )
             announce(
                 f"supervised warm start: {config.warm_start_steps} steps on {env.id}'s reference {what}, "
                 "so the tiny model can write a tagged answer before GRPO (a stated shortcut; the time "
@@ -229,7 +229,7 @@ def train(
         output_dir.mkdir(parents=True, exist_ok=True)
         # config.json first: it records the audit choice, and a refused start leaves a run folder
         config = recorded_config(env, config, given_object=given_object)
-        config.save(output_dir / "config.json")
+        config.save(output_dir / CONFIG_FILE)
         if config.audit:
             run_audit(env, config, scored_by(scorer))
         elif folder.checkpoint is None:  # an audit.json from an earlier start is not this run's

@@ -59,7 +59,6 @@ from rlvr_gym.verifiers import Reason, Task, Verdict
 logger = logging.getLogger("rlvr_gym.backends")
 
 NAMESPACE = "rlvr_gym"
-LAYERS = ("filesystem", "pid", "network", "seccomp", "uid")
 PROBE_TIMEOUT_S = 5.0
 CHUNKS_PER_ACTOR = 16
 """Chunks a batch is cut into per actor: enough that the last ones finish together (the tail
@@ -165,6 +164,7 @@ def connect(address: str | None) -> bool:
 def walls_here() -> dict[str, Any]:
     """This machine's sandbox layers, as ``rlvr-gym sandbox-info`` reports them."""
     from rlvr_gym.verifiers.code import SandboxPool
+    from rlvr_gym.verifiers.code.sandbox import LAYERS
 
     try:
         with SandboxPool(1) as pool:

@@ -76,6 +76,18 @@ class Limits:
     output_bytes: int = 1 << 20
 
 
+LAYERS: dict[str, str] = {
+    "filesystem": "what the submission can read and write: a minimal read-only root, or Landlock",
+    "pid": "a PID namespace of the worker's own: no host process seen, none outlives it",
+    "network": "a network namespace with no interface up",
+    "ipc": "an IPC namespace of the worker's own; System V and POSIX queues refused by seccomp",
+    "seccomp": "the system-call filter",
+    "uid": "as root, an unprivileged uid per worker",
+}
+"""The sandbox's layers, in the order every report lists them, with what each is: the one list
+``Isolation.as_dict``, ``rlvr-gym sandbox-info`` (here and on every Ray node) and the docs read."""
+
+
 @dataclass(slots=True)
 class Isolation:
     """Which mechanisms are active in this worker (reported in verdict details and the bench)."""
@@ -101,16 +113,9 @@ class Isolation:
     fork server (needed only when neither a PID namespace nor a uid of its own protects them)."""
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "network": self.network,
-            "ipc": self.ipc,
-            "filesystem": self.filesystem,
-            "pid": self.pid or "none",
-            "seccomp": self.seccomp or "none",
-            "uid": self.uid,
-            "missing": list(self.missing),
-            "notes": list(self.notes),
-        }
+        """Each of :data:`LAYERS` (``"none"`` where it is not up), then what is missing and notes."""
+        layers = {name: getattr(self, name) or "none" for name in LAYERS}
+        return {**layers, "missing": list(self.missing), "notes": list(self.notes)}
 
 
 def _check(result: int, what: str) -> None:
