@@ -71,6 +71,13 @@ def check_max_chars(max_chars: object) -> int:
     return max_chars
 
 
+def oversized(chars: int, max_chars: int) -> Verdict:
+    """The verdict of a completion of ``chars`` characters, over ``max_chars``: ``bad_format``."""
+    return Verdict.fail(
+        Reason.BAD_FORMAT, why=f"completion of {chars} characters, over the scorer's {max_chars}"
+    )
+
+
 def capped_verify_batch(
     env: SingleTurnEnv,
     completions: Sequence[object],
@@ -85,10 +92,7 @@ def capped_verify_batch(
     keep = [i for i, size in enumerate(sizes) if size <= max_chars]
     if len(keep) == len(completions):
         return env.verify_batch(completions, tasks)
-    verdicts: list[Verdict] = [
-        Verdict.fail(Reason.BAD_FORMAT, why=f"completion of {size} characters, over the scorer's {max_chars}")
-        for size in sizes
-    ]
+    verdicts: list[Verdict] = [oversized(size, max_chars) for size in sizes]
     if keep:
         scored = env.verify_batch([completions[i] for i in keep], [tasks[i] for i in keep])
         for index, verdict in zip(keep, scored, strict=True):
@@ -159,5 +163,6 @@ __all__ = [
     "check_scoring",
     "completion_chars",
     "make_scorer",
+    "oversized",
     "scored_by",
 ]

@@ -51,6 +51,7 @@ from rlvr_gym.backends.scoring import (
     capped_verify_batch,
     check_max_chars,
     completion_chars,
+    oversized,
 )
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
@@ -441,10 +442,7 @@ class RayScorer(AwaitableScorer):
         for index, completion in enumerate(completions):
             chars = completion_chars(completion)
             if chars > self.max_chars:  # never shipped: it would cost an actor, and its neighbours
-                results[index] = Verdict.fail(
-                    Reason.BAD_FORMAT,
-                    why=f"completion of {chars} characters, over the scorer's {self.max_chars}",
-                )
+                results[index] = oversized(chars, self.max_chars)
             else:
                 todo.append(index)
         size = self.chunk_size or max(
