@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 
@@ -10,7 +9,8 @@ import pytest
 
 from rlvr_gym import envs
 from rlvr_gym.backends.engine.rewards import EnvRewards
-from rlvr_gym.verifiers import NumberMatch, Reason, Rubric, Verdict
+from rlvr_gym.verifiers import NumberMatch, Rubric, Verdict
+from tests.slow_checks import LOOP_BOMB, REGEX_BOMB, HostileToItsChecks
 from tests.timing import bound
 
 
@@ -172,27 +172,6 @@ def test_an_oversized_completion_costs_only_itself_and_never_reaches_a_verifier(
     assert took < bound(1.0), took
 
 
-class HostileToItsChecks:
-    """NumberMatch behind two checks that a completion can make slow (below the size cap): a
-    format regex that backtracks 2^n on ``"a" * n + "!"`` (C code holding the GIL: no thread or
-    signal of the process can stop it) and a pure-Python loop as long as a ``loop:`` completion.
-    Module level, so the scorer's worker process can load it."""
-
-    runs = re.compile(r"(a+)+$")
-
-    def __init__(self) -> None:
-        self.inner = NumberMatch("answer")
-
-    def __call__(self, completion, task):
-        if self.runs.match(completion):
-            return Verdict.fail(Reason.BAD_FORMAT)
-        if completion.startswith("loop:"):
-            spins = 0
-            while spins < len(completion) * 10_000_000:
-                spins += 1
-        return self.inner(completion, task)
-
-
 @pytest.mark.slow
 def test_a_slow_item_costs_only_itself_and_never_freezes_the_trainer():
     """Issue 34: one hostile item may cost only itself. A regex that holds the GIL froze the whole
@@ -205,8 +184,8 @@ def test_a_slow_item_costs_only_itself_and_never_freezes_the_trainer():
     env.rubric = Rubric({"correct": HostileToItsChecks()})
     tasks = [env.tasks("train")[i] for i in range(8)]
     completions = [f"<answer>{t['answer']}</answer>" for t in tasks]
-    completions[2] = "a" * 27 + "!"  # ~11 s of backtracking with the GIL held
-    completions[5] = "loop:" + "x" * 20  # ~10 s of bytecode
+    completions[2] = REGEX_BOMB  # ~11 s of backtracking with the GIL held
+    completions[5] = LOOP_BOMB  # ~10 s of bytecode
     scorer = LocalScorer(env, item_timeout_s=0.3)
     try:
         scorer.score(completions[:1], tasks[:1])  # the worker's start is paid once, not per batch

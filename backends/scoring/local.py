@@ -51,6 +51,22 @@ START_TIMEOUT_S = 60.0
 """How long the first batch waits for the worker to import and load the env (once a scorer)."""
 
 
+def item_budget(item_timeout_s: float, timeout_s: float | None) -> float:
+    """One item's budget in a batch of ``timeout_s``: ``item_timeout_s``, at most a quarter of it
+    (so a stuck item, a fresh worker and the rest of the batch fit in the batch's budget)."""
+    return item_timeout_s if timeout_s is None else min(item_timeout_s, timeout_s / 4)
+
+
+def check_item_timeout(item_timeout_s: object) -> float:
+    if (
+        isinstance(item_timeout_s, bool)
+        or not isinstance(item_timeout_s, int | float)
+        or not item_timeout_s > 0
+    ):
+        raise InvalidArgument(f"item_timeout_s must be a number > 0, got {item_timeout_s!r}")
+    return float(item_timeout_s)
+
+
 class DaemonWorker:
     """One daemon thread running submitted calls in order.
 
@@ -107,7 +123,7 @@ class LocalScorer(AwaitableScorer):
             raise InvalidArgument(f"item_timeout_s must be a number > 0, got {item_timeout_s!r}")
         self.env = env
         self.max_chars = check_max_chars(max_chars)
-        self.item_timeout_s = float(item_timeout_s)
+        self.item_timeout_s = check_item_timeout(item_timeout_s)
         self.isolation = isolation
         self.abandoned_workers = 0  # threads abandoned to a hang, or worker processes killed
         self.stats: Counter[str] = Counter()
@@ -121,15 +137,38 @@ class LocalScorer(AwaitableScorer):
         self, completions: Sequence[object], tasks: Sequence[Task], *, timeout_s: float | None = None
     ) -> list[Verdict | None]:
         """Verdicts in order; ``None`` for items not scored within ``timeout_s`` (``None``: no
-        batch budget; each item still has its own)."""
+        batch budget; each item still has its own, :meth:`item_budget`)."""
+        return self.score_within(
+            completions, tasks, timeout_s=timeout_s, item_budget_s=self.item_budget(timeout_s)
+        )
+
+    def item_budget(self, timeout_s: float | None) -> float:
+        return item_budget(self.item_timeout_s, timeout_s)
+
+    def score_within(
+        self,
+        completions: Sequence[object],
+        tasks: Sequence[Task],
+        *,
+        timeout_s: float | None,
+        item_budget_s: float,
+    ) -> list[Verdict | None]:
+        """:meth:`score` with the item budget given (a Ray actor scores a chunk of a batch with the
+        batch's item budget, in what is left of the batch's time)."""
         if len(completions) != len(tasks):
             raise InvalidArgument(f"score got {len(completions)} completions for {len(tasks)} tasks")
         if not completions:
             return []
         with self._lock:
             if self.isolation == "process" and self._first_start():
-                return self._score_in_process(completions, tasks, timeout_s)
+                return self._score_in_process(completions, tasks, timeout_s, item_budget_s)
             return self._score_in_thread(completions, tasks, timeout_s)
+
+    def start(self) -> bool:
+        """Start the worker process now (else the first batch does, outside its budget); False
+        when this env is scored in a thread."""
+        with self._lock:
+            return self.isolation == "process" and self._first_start()
 
     # ----- the worker process ----------------------------------------------------------------
     def _first_start(self) -> bool:
@@ -183,10 +222,13 @@ class LocalScorer(AwaitableScorer):
             self.abandoned_workers += 1
 
     def _score_in_process(
-        self, completions: Sequence[object], tasks: Sequence[Task], timeout_s: float | None
+        self,
+        completions: Sequence[object],
+        tasks: Sequence[Task],
+        timeout_s: float | None,
+        item_budget: float,
     ) -> list[Verdict | None]:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        item_budget = self.item_timeout_s if timeout_s is None else min(self.item_timeout_s, timeout_s / 4)
         results: list[Verdict | None] = [None] * len(completions)
         todo = list(range(len(completions)))
         while todo:
@@ -312,4 +354,4 @@ class LocalScorer(AwaitableScorer):
                 self._thread = None
 
 
-__all__ = ["ITEM_TIMEOUT_S", "DaemonWorker", "LocalScorer"]
+__all__ = ["ITEM_TIMEOUT_S", "DaemonWorker", "LocalScorer", "check_item_timeout", "item_budget"]
