@@ -15,7 +15,9 @@ Nothing lost, nothing twice, nothing stalls:
 * a chunk whose actor or node dies is re-run on another actor; a chunk's verdicts are written
   once, by index, from the one call that returned them;
 * one hostile item costs only itself: a completion over ``max_chars`` is ``bad_format`` at the
-  driver (never shipped, never verified); an actor still busy with a chunk of an earlier batch
+  driver (never shipped, never verified); an actor scores its chunk as ``local`` scores a batch
+  (:class:`ScoringActor`), so an item over the item budget is its own ``timeout`` and the rest of
+  its chunk is scored; an actor still busy with a chunk of an earlier batch
   (past that batch's deadline) is dealt no new chunk while another actor is free, and a chunk
   queued behind a running one is run again on an actor that has gone idle (the first verdicts
   back are kept) — so a slow item does not hold its neighbours, or the next batch, hostage;
