@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -63,6 +64,7 @@ def test_a_verifier_that_hangs_on_batch_one_leaves_batches_two_to_k_scored():
         assert max(later_times) < bound(0.5), later_times  # no batch queued behind the stuck one
         assert time.perf_counter() - started < bound(0.5 + 4 * 0.5)
         assert rewards.abandoned_pools == 1 and rewards.totals["batch_timeouts"] == 1
+        assert rewards.scorer.isolation == "thread"  # the verifier holds a lock: it does not pickle
     finally:
         hang.release.set()
         rewards.close()
@@ -158,7 +160,9 @@ def test_an_oversized_completion_costs_only_itself_and_never_reaches_a_verifier(
     completions[3] = "<answer>" + "9 " * 5_000_000  # 10 MB
     scorer = LocalScorer(env, isolation=isolation)
     try:
-        scorer.score(completions[:1], tasks[:1])  # the worker's start is paid once, not per batch
+        # The worker's start is paid once, not per batch; started from a thread that then ends
+        # (asyncio.to_thread's, shut down with its loop), it outlives that thread.
+        asyncio.run(scorer.ascore(completions[:1], tasks[:1]))
         started = time.perf_counter()
         verdicts = scorer.score(completions, tasks, timeout_s=2.0)
         took = time.perf_counter() - started

@@ -198,6 +198,8 @@ class LocalScorer(AwaitableScorer):
 
     def _ready_worker(self, deadline: float | None) -> ProcessWorker | None:
         """The worker, restarted if the last one was killed; None if it is not up by ``deadline``."""
+        if self._process is not None and self._process.process.poll() is not None:
+            self._kill()  # ended between batches (killed from outside, out of memory)
         if self._process is None:
             self._process, self._spare = self._spare or self._new_worker(), None
             self.stats["worker_restarts"] += 1

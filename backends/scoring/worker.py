@@ -15,9 +15,9 @@ batch-wide part is done (see :func:`stream_verdicts`), ``DONE`` at the end.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import pickle
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -25,7 +25,7 @@ from multiprocessing.connection import Connection
 
 from rlvr_gym.backends.scoring import completion_chars, oversized
 from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.verifiers import Rubric, Task, Verdict, run_verifier, run_verifier_batch
+from rlvr_gym.verifiers import Reason, Rubric, Task, Verdict, run_verifier, run_verifier_batch
 
 ITEMS = "items"
 """Sent once the batch-wide part of a batch is done: from then on every item has its own budget."""
@@ -135,10 +135,16 @@ class ProcessWorker:
         self.kill()
 
 
-def _die_with_parent() -> None:
-    """Linux: SIGKILL this worker when its parent dies, even if it is stuck in a verifier."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+def _exit_if_orphaned(*_: object) -> None:
+    """SIGVTALRM handler: a worker whose trainer died stops instead of finishing a stuck check.
+    (Idle, it reads end-of-file and exits. ``PR_SET_PDEATHSIG`` would fire when the *thread*
+    that started it ends, e.g. an ``asyncio.to_thread`` worker; a regex checks signals, so
+    this handler runs even inside one.)"""
+    if os.getppid() != _parent:
+        os._exit(0)
+
+
+_parent = os.getppid()
 
 
 def serve(inbox: Connection, outbox: Connection) -> None:
@@ -158,7 +164,14 @@ def serve(inbox: Connection, outbox: Connection) -> None:
             return
         try:
             for message in stream_verdicts(env, completions, tasks, max_chars):
-                outbox.send(message if isinstance(message, str) else ("verdict", *message))
+                if isinstance(message, str):
+                    outbox.send(message)
+                    continue
+                try:
+                    outbox.send(("verdict", *message))
+                except (pickle.PicklingError, TypeError, AttributeError) as exc:  # details that do not pickle
+                    error = f"the verdict does not pickle: {type(exc).__name__}: {exc}"
+                    outbox.send(("verdict", message[0], Verdict.fail(Reason.ERROR, error=error)))
         except Exception as exc:  # noqa: BLE001 - a bug outside any verifier: report it, keep serving
             outbox.send(("failed", f"{type(exc).__name__}: {exc}"))
         else:
@@ -166,7 +179,8 @@ def serve(inbox: Connection, outbox: Connection) -> None:
 
 
 def main(argv: list[str]) -> None:
-    _die_with_parent()
+    signal.signal(signal.SIGVTALRM, _exit_if_orphaned)
+    signal.setitimer(signal.ITIMER_VIRTUAL, 1.0, 1.0)  # every CPU second spent
     serve(Connection(int(argv[0]), writable=False), Connection(int(argv[1]), readable=False))
 
 
