@@ -36,7 +36,7 @@ from rlvr_gym.backends.scoring import (
     capped_verify_batch,
     check_max_chars,
 )
-from rlvr_gym.backends.scoring.worker import DONE, ITEMS, ProcessWorker
+from rlvr_gym.backends.scoring.worker import DONE, ProcessWorker
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument
 from rlvr_gym.verifiers import Reason, Task, Verdict
@@ -238,21 +238,28 @@ class LocalScorer(AwaitableScorer):
             if worker is None:
                 break
             sent, todo = todo, []
-            worker.send([completions[i] for i in sent], [tasks[i] for i in sent], self.max_chars)
+            try:
+                worker.send([completions[i] for i in sent], [tasks[i] for i in sent], self.max_chars)
+            except OSError:  # it ended since it was checked: a fresh one takes the batch
+                self._kill()
+                todo = sent
+                continue
             outcome = self._collect(worker, sent, results, deadline, item_budget)
-            left = [i for i in sent if results[i] is None]
             if outcome == DONE:
                 break
             if outcome == "deadline":  # still busy with this batch: the next batch gets a fresh one
                 self._kill()
                 break
-            if outcome.startswith("failed"):  # a bug outside every verifier (``run_verifier`` catches theirs)
-                for index in left:
-                    results[index] = Verdict.fail(Reason.ERROR, error=f"scoring worker: {outcome}")
+            if isinstance(outcome, str) and outcome.startswith("failed"):  # a bug outside every verifier
+                for index in sent:  # (``run_verifier`` catches theirs)
+                    if results[index] is None:
+                        results[index] = Verdict.fail(Reason.ERROR, error=f"scoring worker: {outcome}")
                 break
-            culprit, todo = left[0], left[1:]
-            results[culprit] = self._charge(culprit, outcome, item_budget, worker)
+            culprit = sent[outcome] if isinstance(outcome, int) else sent[worker.marker.get() or 0]
+            if results[culprit] is None:
+                results[culprit] = self._charge(culprit, outcome, item_budget, worker)
             self._kill()
+            todo = [i for i in sent if results[i] is None]
         unscored = sum(v is None for v in results)
         if unscored:
             logger.warning(
@@ -270,45 +277,42 @@ class LocalScorer(AwaitableScorer):
         results: list[Verdict | None],
         deadline: float | None,
         item_budget: float,
-    ) -> str:
-        """Read the worker's verdicts into ``results`` until it says ``done``; or ``stuck`` (an item
-        over its budget), ``died``, ``deadline`` (the batch's budget spent), ``failed: why``."""
-        per_item, clock = False, time.monotonic()
+    ) -> str | int:
+        """Read the worker's verdicts into ``results`` until it says ``done``; or the position
+        in ``sent`` of the item it overran its budget on, ``died``, ``deadline`` (the batch's
+        budget spent), ``failed: why``. The worker's :class:`Marker` says which item it is on;
+        it is read whenever no verdict has come for a quarter of the item budget."""
+        on, since = None, time.monotonic()
         while True:
             now = time.monotonic()
-            waits = [deadline - now] if deadline is not None else []
-            if per_item:
-                waits.append(clock + (item_budget / 2 if self._spare is None else item_budget) - now)
+            wait = item_budget / 4 if deadline is None else max(0.0, min(item_budget / 4, deadline - now))
             try:
-                message = (
-                    worker.inbox.recv()
-                    if worker.inbox.poll(max(0.0, min(waits)) if waits else None)
-                    else None
-                )
+                message = worker.inbox.recv() if worker.inbox.poll(wait) else None
             except (EOFError, OSError):
-                return "died" if per_item else "failed: the scoring worker died during the batch-wide checks"
-            if message is None:
-                now = time.monotonic()
-                if deadline is not None and now >= deadline:
-                    return "deadline"
-                if now - clock >= item_budget:
-                    return "stuck"
-                self._spare = self._new_worker()  # half the budget gone: its successor imports meanwhile
-                continue
+                return "died" if worker.marker.get() is not None else "failed: the scoring worker died"
             if message == DONE:
                 return DONE
-            if message == ITEMS:
-                per_item, clock = True, time.monotonic()
-            elif message[0] == "verdict":
-                results[sent[message[1]]] = message[2]
-                clock = time.monotonic()
-            else:
-                return f"failed: {message[1]}"
+            if message is not None:
+                if message[0] != "verdicts":
+                    return f"failed: {message[1]}"
+                for position, verdict in message[1]:
+                    results[sent[position]] = verdict
+                continue
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return "deadline"
+            current = worker.marker.get()
+            if current != on:
+                on, since = current, now
+            elif on is not None and now - since >= item_budget:
+                return on
+            elif on is not None and now - since >= item_budget / 2 and self._spare is None:
+                self._spare = self._new_worker()  # looks stuck: its successor imports meanwhile
 
-    def _charge(self, index: int, outcome: str, budget: float, worker: ProcessWorker) -> Verdict:
+    def _charge(self, index: int, outcome: str | int, budget: float, worker: ProcessWorker) -> Verdict:
         """The verdict of the item the worker was on when it overran (the submission's ``timeout``)
         or died (``error``: a crash is not known to be the submission's doing)."""
-        if outcome == "stuck":
+        if isinstance(outcome, int):
             self.stats["item_timeouts"] += 1
             logger.warning(
                 "item %d ran its checks past its %.2g s budget: timeout; the rest re-scored", index, budget
