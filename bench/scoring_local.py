@@ -37,7 +37,7 @@ def batch(env_id: str, items: int) -> tuple:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--env", default="arith")
     parser.add_argument("--items", type=int, default=16)
     parser.add_argument("--batches", type=int, default=300)
@@ -51,7 +51,8 @@ def main() -> None:
     times: dict[str, list[float]] = {name: [] for name in arms}
     try:
         for name, scorer in arms.items():  # warm both: the worker's pools, the thread
-            assert [v.to_dict() for v in scorer.score(completions, tasks, timeout_s=60)] == [
+            got = scorer.score(completions, tasks, timeout_s=60)
+            assert [v.to_dict() if v else None for v in got] == [
                 v.to_dict() for v in env.verify_batch(completions, tasks)
             ], name
         for _ in range(args.batches):
