@@ -207,3 +207,12 @@ def test_a_slow_item_costs_only_itself_and_never_freezes_the_trainer():
         assert [v.passed for v in again] == [True, True]
     finally:
         scorer.close()
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("inf"), float("nan"), True, "5"])
+def test_a_bad_item_budget_is_a_clear_error(bad):
+    from rlvr_gym.backends.scoring.local import LocalScorer
+    from rlvr_gym.error import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="item_timeout_s must be a finite number > 0"):
+        LocalScorer(envs.make("arith"), item_timeout_s=bad)

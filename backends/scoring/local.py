@@ -2,7 +2,8 @@
 
 The env's own sandbox pool and math worker do the work (the embedded default; no Ray import), in
 a copy of the env held by one worker process (:mod:`~rlvr_gym.backends.scoring.worker`), which
-streams each item's verdict back as it is made. Two budgets:
+checks item by item, sends what it has made every 20 ms and keeps the item it is on in shared
+memory. Two budgets:
 
 * the batch's ``timeout_s``: items not scored by then come back ``None`` (unscored, never 0);
 * each item's budget (``item_timeout_s``, at most a quarter of the batch's): an item whose checks
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import math
 import pickle
 import queue
 import threading
@@ -61,9 +63,9 @@ def check_item_timeout(item_timeout_s: object) -> float:
     if (
         isinstance(item_timeout_s, bool)
         or not isinstance(item_timeout_s, int | float)
-        or not item_timeout_s > 0
+        or not 0 < item_timeout_s < math.inf
     ):
-        raise InvalidArgument(f"item_timeout_s must be a number > 0, got {item_timeout_s!r}")
+        raise InvalidArgument(f"item_timeout_s must be a finite number > 0, got {item_timeout_s!r}")
     return float(item_timeout_s)
 
 
@@ -115,12 +117,6 @@ class LocalScorer(AwaitableScorer):
     ) -> None:
         if isolation not in ("process", "thread"):
             raise InvalidArgument(f"isolation must be 'process' or 'thread', got {isolation!r}")
-        if (
-            isinstance(item_timeout_s, bool)
-            or not isinstance(item_timeout_s, int | float)
-            or item_timeout_s <= 0
-        ):
-            raise InvalidArgument(f"item_timeout_s must be a number > 0, got {item_timeout_s!r}")
         self.env = env
         self.max_chars = check_max_chars(max_chars)
         self.item_timeout_s = check_item_timeout(item_timeout_s)
