@@ -15,6 +15,7 @@ import socket
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from tests.timing import bound
@@ -209,6 +210,39 @@ def test_one_slow_item_costs_only_itself_not_its_neighbours_or_the_next_batch(cl
         assert None not in second and all(v.passed for v in second)
     finally:
         scorer.close()
+
+
+def test_a_slow_item_costs_only_itself_not_the_rest_of_its_chunk(cluster):
+    """Issue 34: a slow item held its whole chunk past the budget (8 items on one actor, all left
+    unscored). Now the actor scores its chunk item by item in a worker process it can kill: the
+    slow item is its own ``timeout`` (score 0), the seven others of its chunk are scored."""
+    from rlvr_gym.verifiers import Rubric
+    from tests.slow_checks import REGEX_BOMB, HostileToItsChecks
+
+    env = envs.make("arith")
+    env.rubric = Rubric({"correct": HostileToItsChecks()})
+    tasks = [env.tasks("train")[i] for i in range(8)]
+    completions = [f"<answer>{t['answer']}</answer>" for t in tasks]
+    completions[2] = REGEX_BOMB  # ~11 s of backtracking, the GIL held
+    root = str(Path(__file__).resolve().parents[1])  # the actors load tests.slow_checks
+    scorer = RayScorer(
+        env,
+        address=cluster.address,
+        chunk_size=8,
+        item_timeout_s=0.5,
+        runtime_env={"env_vars": {"PYTHONPATH": root}},
+    )
+    try:
+        assert None not in scorer.score(completions[:2], tasks[:2], timeout_s=60)  # warm
+        started = time.monotonic()
+        got = scorer.score(completions, tasks, timeout_s=6.0)
+        took = time.monotonic() - started
+    finally:
+        scorer.close()
+    assert None not in got, got
+    assert [v.reason.value for v in got] == ["correct"] * 2 + ["timeout"] + ["correct"] * 5
+    assert got[2].score == 0.0
+    assert took < bound(6.0), took
 
 
 def test_a_node_without_the_hosts_sandbox_layers_is_refused(cluster):

@@ -1,14 +1,14 @@
 """Env verdicts as reward functions: one per rubric component, so trainers log each one.
 
-The batch is verified once (``env.verify_batch``, in a worker thread with a wall-clock budget)
+The batch is verified once (``env.verify_batch``, through a scorer with a wall-clock budget)
 and every component's function reads its own score from that one result. A verifier *error*
 becomes ``None`` — TRL treats the row as unscorable and gives it no advantage — and is counted
 in the metrics; it is never passed off as a reward of 0.
 
 Where the batch is scored is the scorer's business (:mod:`rlvr_gym.backends.scoring`): ``local``
-runs it on this host in a daemon thread (a hang costs one budget once, then a fresh thread),
-``ray`` on actors across a cluster. Items that miss the budget come back ``None``: their rewards
-are ``None`` too (unscored), never 0.
+runs it on this host in a worker process (an item that hangs is its own ``timeout``, the rest
+re-scored by a fresh worker), ``ray`` on actors across a cluster. Items that miss the batch's
+budget come back ``None``: their rewards are ``None`` too (unscored), never 0.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class EnvRewards:
 
     @property
     def abandoned_pools(self) -> int:
-        """Verifier threads abandoned to a hang (``local`` scoring)."""
+        """Verifier threads abandoned, or worker processes killed, to a hang (``local`` scoring)."""
         return getattr(self.scorer, "abandoned_workers", 0)
 
     @property
@@ -168,7 +168,7 @@ class EnvRewards:
         tasks: list[Task] = [self.env.tasks(s)[int(i)] for s, i in zip(splits, indices, strict=True)]
         started = time.perf_counter()
         scored = self.scorer.score(completions, tasks, timeout_s=self.timeout_s)
-        # All unscored: the batch overran its budget (``local`` leaves a batch whole or not at all).
+        # All unscored: the batch overran its budget (a thread-scored batch is whole or not at all).
         verdicts: list[Verdict | None] | None = None if scored and all(v is None for v in scored) else scored
         elapsed = time.perf_counter() - started
         self.verify_seconds += elapsed
@@ -189,7 +189,7 @@ class EnvRewards:
             unscored = sum(v is None for v in verdicts)
             reasons = Counter(v.reason.value for v in verdicts if v is not None)
             self.totals.update(reasons)
-            if unscored:  # some items missed the budget (``ray`` scores item by item)
+            if unscored:  # some items missed the batch's budget (both scorers score item by item)
                 self.totals["unscored"] += unscored
                 metrics["verifier/unscored"] = float(unscored)
             metrics["accuracy"] = sum(v is not None and v.passed for v in verdicts) / size

@@ -1,16 +1,19 @@
 """Scoring backends: where an env's ``verify_batch`` runs for training rewards, eval and the audit.
 
 ``local`` (the default) scores on this host: the env's own sandbox pool and math worker, in a
-daemon thread with a wall-clock budget. ``ray`` (``pip install 'rlvr-gym[ray]'``) ships batches
-to actors on the CPU nodes of a Ray cluster, each holding the env (and so its sandbox pool and
-math worker) on its node — for runs whose GPU host has no CPUs to spare for scoring.
+worker process with a wall-clock budget per batch and per item. ``ray`` (``pip install
+'rlvr-gym[ray]'``) ships batches to actors on the CPU nodes of a Ray cluster, each holding the env
+(and so its sandbox pool and math worker) on its node — for runs whose GPU host has no CPUs to
+spare for scoring.
 
 Both return one entry per item, in order: a :class:`~rlvr_gym.verifiers.Verdict`, or ``None``
-for an item that missed the batch's budget (left unscored, never zeroed). Both refuse a completion
-longer than ``max_chars`` (:data:`MAX_SCORED_CHARS`) before the env sees it
-(:func:`capped_verify_batch`): a verifier's regexes hold the GIL and a budget cannot interrupt
-them, so one 10 MB completion froze the local scorer past its budget and kept a Ray actor from
-the rest of its batch and the next. This package never imports Ray unless ``ray`` is chosen.
+for an item that missed the batch's budget (left unscored, never zeroed). One hostile item costs
+only itself: a completion longer than ``max_chars`` (:data:`MAX_SCORED_CHARS`) is ``bad_format``
+before the env sees it (:func:`capped_verify_batch`), and an item whose checks run past the item
+budget is its own ``timeout`` while its neighbours are scored (a verifier's regex holds the GIL,
+so only a process can be stopped: one 10 MB completion froze the trainer 5-8 s past a 2 s budget,
+and kept a Ray actor from the rest of its batch and the next). This package never imports Ray
+unless ``ray`` is chosen.
 """
 
 from __future__ import annotations
@@ -71,6 +74,13 @@ def check_max_chars(max_chars: object) -> int:
     return max_chars
 
 
+def oversized(chars: int, max_chars: int) -> Verdict:
+    """The verdict of a completion of ``chars`` characters, over ``max_chars``: ``bad_format``."""
+    return Verdict.fail(
+        Reason.BAD_FORMAT, why=f"completion of {chars} characters, over the scorer's {max_chars}"
+    )
+
+
 def capped_verify_batch(
     env: SingleTurnEnv,
     completions: Sequence[object],
@@ -85,10 +95,7 @@ def capped_verify_batch(
     keep = [i for i, size in enumerate(sizes) if size <= max_chars]
     if len(keep) == len(completions):
         return env.verify_batch(completions, tasks)
-    verdicts: list[Verdict] = [
-        Verdict.fail(Reason.BAD_FORMAT, why=f"completion of {size} characters, over the scorer's {max_chars}")
-        for size in sizes
-    ]
+    verdicts: list[Verdict] = [oversized(size, max_chars) for size in sizes]
     if keep:
         scored = env.verify_batch([completions[i] for i in keep], [tasks[i] for i in keep])
         for index, verdict in zip(keep, scored, strict=True):
@@ -159,5 +166,6 @@ __all__ = [
     "check_scoring",
     "completion_chars",
     "make_scorer",
+    "oversized",
     "scored_by",
 ]

@@ -15,7 +15,9 @@ Nothing lost, nothing twice, nothing stalls:
 * a chunk whose actor or node dies is re-run on another actor; a chunk's verdicts are written
   once, by index, from the one call that returned them;
 * one hostile item costs only itself: a completion over ``max_chars`` is ``bad_format`` at the
-  driver (never shipped, never verified); an actor still busy with a chunk of an earlier batch
+  driver (never shipped, never verified); an actor scores its chunk as ``local`` scores a batch
+  (:class:`ScoringActor`), so an item over the item budget is its own ``timeout`` and the rest of
+  its chunk is scored; an actor still busy with a chunk of an earlier batch
   (past that batch's deadline) is dealt no new chunk while another actor is free, and a chunk
   queued behind a running one is run again on an actor that has gone idle (the first verdicts
   back are kept) — so a slow item does not hold its neighbours, or the next batch, hostage;
@@ -48,10 +50,11 @@ from rlvr_gym.backends.console import announce
 from rlvr_gym.backends.scoring import (
     MAX_SCORED_CHARS,
     AwaitableScorer,
-    capped_verify_batch,
     check_max_chars,
     completion_chars,
+    oversized,
 )
+from rlvr_gym.backends.scoring.local import ITEM_TIMEOUT_S, LocalScorer, check_item_timeout, item_budget
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
 from rlvr_gym.verifiers import Reason, Task, Verdict
@@ -65,6 +68,9 @@ CHUNKS_PER_ACTOR = 16
 of a batch is one chunk's work on one actor), few enough that a round trip per chunk is noise."""
 PLACE_GRACE_S = 15.0
 """After the first actor starts, how long the others may take before they are given up."""
+RETURN_MARGIN_S = 0.5
+"""An actor stops a chunk this long (at most a tenth of the budget) before the batch's deadline,
+so the verdicts it has made reach the driver before the driver stops waiting."""
 MAX_RERUNS = 3
 """A chunk whose actor died this many times is left unscored rather than tried forever."""
 _LOOPBACK = ("127.", "localhost", "::1", "[::1]")
@@ -200,15 +206,28 @@ def driver_walls() -> dict[str, Any]:
 
 
 class ScoringActor:
-    """One env on one node, scoring chunks of batches (run as a Ray actor, see :class:`RayScorer`)."""
+    """One env on one node, scoring chunks of batches (run as a Ray actor, see :class:`RayScorer`).
 
-    def __init__(self, env: SingleTurnEnv, cpus: int, max_chars: int = MAX_SCORED_CHARS) -> None:
+    The chunk is scored by the ``local`` scorer's machinery (a worker process, verdicts item by
+    item): an item over the batch's item budget is its own ``timeout`` and the rest of its chunk
+    is scored, so a slow item costs only itself, not its chunk.
+    """
+
+    def __init__(
+        self,
+        env: SingleTurnEnv,
+        cpus: int,
+        max_chars: int = MAX_SCORED_CHARS,
+        item_timeout_s: float = ITEM_TIMEOUT_S,
+    ) -> None:
         os.environ["RLVR_GYM_SANDBOX_WORKERS"] = str(cpus)  # the env's pool uses the CPUs declared
         self.env, self.max_chars = env, max_chars
+        self.scorer = LocalScorer(env, max_chars=max_chars, item_timeout_s=item_timeout_s)
 
     def hello(self, walls: bool) -> dict[str, Any]:
         import ray
 
+        self.scorer.start()  # the worker process imports now, not in the first batch's budget
         return {
             "node": ray.get_runtime_context().get_node_id(),
             "pid": os.getpid(),
@@ -216,12 +235,18 @@ class ScoringActor:
         }
 
     def score(
-        self, completions: Sequence[object], tasks: Sequence[Task], deadline: float | None
-    ) -> list[Verdict] | None:
-        """The chunk's verdicts, or ``None`` when it arrives past its deadline (not run at all)."""
-        if deadline is not None and time.time() >= deadline:
+        self,
+        completions: Sequence[object],
+        tasks: Sequence[Task],
+        deadline: float | None,
+        item_budget_s: float,
+    ) -> list[Verdict | None] | None:
+        """The chunk's verdicts (``None`` for items not made by ``deadline``, wall clock), or
+        ``None`` when it arrives past its deadline (not run at all)."""
+        left = None if deadline is None else deadline - time.time()
+        if left is not None and left <= 0:
             return None
-        return capped_verify_batch(self.env, completions, tasks, self.max_chars)
+        return self.scorer.score_within(completions, tasks, timeout_s=left, item_budget_s=item_budget_s)
 
 
 def plan_chunks(tasks: Sequence[Task], size: int) -> list[list[int]]:
@@ -279,8 +304,10 @@ class RayScorer(AwaitableScorer):
         runtime_env: dict[str, Any] | None = None,
         check_walls: bool = True,
         max_chars: int = MAX_SCORED_CHARS,
+        item_timeout_s: float = ITEM_TIMEOUT_S,
     ) -> None:
         self.max_chars = check_max_chars(max_chars)
+        self.item_timeout_s = check_item_timeout(item_timeout_s)
         if cpus_per_actor < 1 or in_flight < 1 or (chunk_size is not None and chunk_size < 1):
             raise InvalidArgument("cpus_per_actor, in_flight and chunk_size must be >= 1")
         self.ray = import_ray()
@@ -294,6 +321,7 @@ class RayScorer(AwaitableScorer):
         self.check_walls = check_walls
         self.ranks = max(1, int(os.environ.get("WORLD_SIZE", "1")))  # training ranks sharing the CPUs
         self.stats: Counter[str] = Counter()
+        self._item_budget_s = self.item_timeout_s
         self.walls: dict[str, dict[str, Any]] = {}
         self._slots: dict[int, _Slot] = {}
         self._busy: dict[Any, int] = {}  # calls of earlier batches still running: ref -> actor key
@@ -353,7 +381,7 @@ class RayScorer(AwaitableScorer):
                     max_restarts=0,
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
                     runtime_env=self.runtime_env,
-                ).remote(self._env_ref, self.cpus_per_actor, self.max_chars)
+                ).remote(self._env_ref, self.cpus_per_actor, self.max_chars, self.item_timeout_s)
                 key = self._next_key
                 self._next_key += 1
                 self._slots[key] = _Slot(handle, node_id)
@@ -436,15 +464,18 @@ class RayScorer(AwaitableScorer):
         if frozenset(self._alive_nodes()) != self._nodes:
             self._refresh()  # a node joined or left since the last batch
         deadline = time.time() + timeout_s if timeout_s is not None else None
+        # Actors stop a little earlier, so what they made arrives in time; each item has the
+        # batch's item budget wherever in the batch its chunk runs.
+        stop_by = (
+            None if timeout_s is None else time.time() + timeout_s - min(RETURN_MARGIN_S, timeout_s / 10)
+        )
+        self._item_budget_s = item_budget(self.item_timeout_s, timeout_s)
         results: list[Verdict | None] = [None] * len(tasks)
         todo = []
         for index, completion in enumerate(completions):
             chars = completion_chars(completion)
             if chars > self.max_chars:  # never shipped: it would cost an actor, and its neighbours
-                results[index] = Verdict.fail(
-                    Reason.BAD_FORMAT,
-                    why=f"completion of {chars} characters, over the scorer's {self.max_chars}",
-                )
+                results[index] = oversized(chars, self.max_chars)
             else:
                 todo.append(index)
         size = self.chunk_size or max(
@@ -466,7 +497,7 @@ class RayScorer(AwaitableScorer):
             left = deadline - time.time() if deadline is not None else 1.0
             if left <= 0:
                 break
-            self._deal(pending, chunks, completions, tasks, deadline, inflight, queues, load)
+            self._deal(pending, chunks, completions, tasks, stop_by, inflight, queues, load)
             if pending and not inflight:  # every actor is gone: look for live nodes once more
                 self._refresh()
                 if not self._slots:
@@ -476,7 +507,7 @@ class RayScorer(AwaitableScorer):
                 continue
             if not pending:
                 self._duplicate_queued(
-                    chunks, completions, tasks, deadline, inflight, queues, load, done, duplicated
+                    chunks, completions, tasks, stop_by, inflight, queues, load, done, duplicated
                 )
             waiting = list(inflight) + [r for r in self._busy if r not in inflight]
             ready, _ = self.ray.wait(waiting, num_returns=1, timeout=min(left, 1.0))
@@ -591,7 +622,7 @@ class RayScorer(AwaitableScorer):
         deadline: float | None,
     ) -> Any:
         return self._slots[key].handle.score.remote(
-            [completions[i] for i in batch], [tasks[i] for i in batch], deadline
+            [completions[i] for i in batch], [tasks[i] for i in batch], deadline, self._item_budget_s
         )
 
     def _forget_finished_busy(self) -> None:
