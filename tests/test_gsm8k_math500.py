@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlvr_gym import envs
-from rlvr_gym.envs.data import DATA_DIR_ENV, DataUnavailableError, load_rows
+from rlvr_gym.envs.data import DATA_DIR_ENV, BadDataRow, DataUnavailableError, load_rows
 from rlvr_gym.envs.gsm8k import GSM8KEnv, parse_row
 from rlvr_gym.envs.math500 import MATH500Env, distinct_answers
 from rlvr_gym.verifiers.math import normalize
@@ -101,7 +101,7 @@ def test_missing_local_data_is_a_clear_error(tmp_path: Path, monkeypatch: pytest
     with pytest.raises(DataUnavailableError, match=DATA_DIR_ENV):
         MATH500Env().tasks("test")
     (tmp_path / "gsm8k_test.jsonl").write_text("not json\n")
-    with pytest.raises(DataUnavailableError, match=":1:"):
+    with pytest.raises(BadDataRow, match=":1:"):  # a malformed row: bad input, not missing data
         GSM8KEnv(data_path=tmp_path).tasks("test")
 
 
