@@ -39,3 +39,13 @@ def warm_arith_model(tmp_path_factory):
     env = envs.make("arith")
     tiny = build_tiny_model(tmp_path_factory.mktemp("tiny"), env)
     return warm_start(tiny, env, tmp_path_factory.mktemp("warm"), steps=150)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """A test that needs the warm-started model (or the evaluate fixture's trained model) is
+    slow: building it costs one to several minutes on 2 cores, so plain ``pytest`` (the fast tier)
+    must not pay it. Runs before ``-m`` deselects."""
+    for item in items:
+        if {"warm_arith_model", "arith_model"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -77,6 +77,7 @@ def test_a_bad_row_is_its_file_line_and_the_missing_key(tmp_path):
         envs.make("math", data=str(tmp_path / "missing.jsonl")).tasks("train")
 
 
+@pytest.mark.slow
 def test_a_hub_id_goes_through_datasets(monkeypatch):
     """``org/name`` is a hub dataset; offline (only the local cache, nothing there) a clear error."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -149,6 +149,7 @@ def test_builtin_types_cross_by_name_and_kept_values_only_as_the_judges_own_hand
         Remote(Asker(), 0, "Pair").encoded_for(asker)  # another sandbox's handle
 
 
+@pytest.mark.slow
 def test_removal_is_iterative_and_linear(tmp_path):
     os.chdir(tmp_path)
     for _ in range(3000):  # deeper than PATH_MAX and the recursion limit

@@ -99,6 +99,7 @@ class SleepySampler:
         return [f"```python\n{body}```"] * n
 
 
+@pytest.mark.slow
 def test_evaluate_scores_a_batch_at_a_time_on_the_sandbox_pool(tmp_path):
     """8 rollouts that each sleep into a timeout: on a pool of 4 they overlap (measured ~0.5x)."""
     from rlvr_gym.envs.humaneval import HumanEvalEnv

@@ -37,6 +37,7 @@ def pyright() -> str:
     return found
 
 
+@pytest.mark.slow
 def test_pyright_resolves_every_rlvr_gym_import(tmp_path: Path) -> None:
     # Import resolution only: type checking off and no inference from library code keep it fast;
     # the config lives outside the tree (pyright takes include paths relative to it).

@@ -233,6 +233,7 @@ def _tool_server(native: bool):
     return server
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("native", [True, False], ids=["native-tools", "text-fallback"])
 def test_the_openai_engine_plays_tool_episodes(native, tmp_path):
     pytest.importorskip("openai")

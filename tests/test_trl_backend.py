@@ -242,6 +242,7 @@ def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path, tiny_model):
     assert main(cli_train(tiny_model, tmp_path / "empty", "--resume")[3:]) == 2
 
 
+@pytest.mark.slow
 def test_any_env_object_trains_without_env_specific_backend_code(tmp_path):
     """A user-authored env (the README's example) and a data-set env go through the same path."""
     from tests.test_env_api import Capitals
