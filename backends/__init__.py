@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rlvr_gym.backends.config import LoraSettings, RunConfig
 from rlvr_gym.backends.protocol import Backend, RunResult
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 if TYPE_CHECKING:
     from rlvr_gym.backends.planning.hardware import Hardware
@@ -39,7 +39,7 @@ def check_extras(config: RunConfig) -> None:
     Liger for ``liger_loss``), naming the extra: called before any model is built or loaded, so
     a missing extra costs one line, not a model build and a warm start first."""
     from rlvr_gym.backends.trl import check_trackers
-    from rlvr_gym.error import NotAvailable
+    from rlvr_gym.error import NotAvailableError
 
     check_trackers(config.report_to)
     if config.liger_loss:
@@ -47,13 +47,13 @@ def check_extras(config: RunConfig) -> None:
 
         ok, why = liger.available()
         if not ok:
-            raise NotAvailable(f"--liger-loss: {why}")
+            raise NotAvailableError(f"--liger-loss: {why}")
 
 
 def get(name: str) -> Backend:
     """The backend called ``name``; unknown names fail listing the known ones."""
     if name not in BACKENDS:
-        raise InvalidArgument(f"unknown backend {name!r}; choose from {sorted(BACKENDS)} or 'auto'")
+        raise InvalidArgumentError(f"unknown backend {name!r}; choose from {sorted(BACKENDS)} or 'auto'")
     return cast(Backend, importlib.import_module(BACKENDS[name]))
 
 
@@ -69,13 +69,13 @@ def options_for(name: str, options: Mapping[str, Any] | Any = None) -> dict[str,
         return {}
     if dataclasses.is_dataclass(options) and not isinstance(options, type):
         if not isinstance(options, cls):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"backend {name!r} takes {cls.__qualname__} options, got {type(options).__name__}"
             )
         return {n: getattr(options, n) for n in names}
     unknown = sorted(set(options) - set(names))
     if unknown:
-        raise InvalidArgument(f"backend {name!r} takes no option {unknown}; its options are {names}")
+        raise InvalidArgumentError(f"backend {name!r} takes no option {unknown}; its options are {names}")
     return dict(options)
 
 

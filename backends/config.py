@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rlvr_gym.backends.scoring import Scoring, check_scoring
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 TRACKERS = {"tensorboard": "tensorboard", "wandb": "wandb"}
 """Trackers ``report_to`` accepts -> the rlvr-gym extra that installs each."""
@@ -47,9 +47,9 @@ class LoraSettings:
 
     def __post_init__(self) -> None:
         if self.r < 1 or self.alpha < 1:
-            raise InvalidArgument(f"LoRA r and alpha must be >= 1, got r={self.r}, alpha={self.alpha}")
+            raise InvalidArgumentError(f"LoRA r and alpha must be >= 1, got r={self.r}, alpha={self.alpha}")
         if not 0.0 <= self.dropout < 1.0:
-            raise InvalidArgument(f"LoRA dropout must be in [0, 1), got {self.dropout}")
+            raise InvalidArgumentError(f"LoRA dropout must be in [0, 1), got {self.dropout}")
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class RunConfig:
     epsilon_high: float | None = field(
         default=None, metadata=about("upper clip range (default: epsilon; DAPO uses 0.28)")
     )
-    loss_type: LossType = field(default="dapo", metadata=about("loss normalisation"))
+    loss_type: LossType = field(default="dapo", metadata=about("loss normalization"))
     scale_rewards: ScaleRewards = field(default="group", metadata=about("advantage scaling"))
     lora: LoraSettings | None = field(
         default=None,
@@ -193,9 +193,9 @@ class RunConfig:
         for name in positive:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgument(f"{name} must be an integer >= 1, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
         if self.num_generations < 2:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"num_generations must be >= 2 (GRPO compares completions in a group), got {self.num_generations}"
             )
         if (
@@ -203,32 +203,32 @@ class RunConfig:
             or not isinstance(self.keep_checkpoints, int)
             or self.keep_checkpoints < 0
         ):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"keep_checkpoints must be an integer >= 0 (0: keep all), got {self.keep_checkpoints!r}"
             )
         if self.warm_start_steps < 0:
-            raise InvalidArgument(f"warm_start_steps must be >= 0, got {self.warm_start_steps}")
+            raise InvalidArgumentError(f"warm_start_steps must be >= 0, got {self.warm_start_steps}")
         for name in ("learning_rate", "temperature", "warm_start_learning_rate", "verify_timeout_s"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise InvalidArgument(f"{name} must be a finite number > 0, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be a finite number > 0, got {value!r}")
         if not (math.isfinite(self.beta) and self.beta >= 0):
-            raise InvalidArgument(f"beta (KL coefficient) must be >= 0, got {self.beta}")
+            raise InvalidArgumentError(f"beta (KL coefficient) must be >= 0, got {self.beta}")
         if not 0 < self.epsilon < 1 or (self.epsilon_high is not None and not 0 < self.epsilon_high < 1):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"epsilon/epsilon_high must lie in (0, 1), got {self.epsilon}/{self.epsilon_high}"
             )
         if self.loss_type not in LossType.__args__:
-            raise InvalidArgument(f"loss_type must be one of {LossType.__args__}, got {self.loss_type!r}")
+            raise InvalidArgumentError(f"loss_type must be one of {LossType.__args__}, got {self.loss_type!r}")
         if self.scale_rewards not in ScaleRewards.__args__:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"scale_rewards must be one of {ScaleRewards.__args__}, got {self.scale_rewards!r}"
             )
         report_to = (self.report_to,) if isinstance(self.report_to, str) else tuple(self.report_to)
         report_to = tuple(dict.fromkeys(t for t in report_to if t != "none"))
         unknown = [t for t in report_to if t not in TRACKERS]
         if unknown:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"report_to: unknown tracker(s) {unknown}; choose from {list(TRACKERS)} or 'none'"
             )
         object.__setattr__(self, "report_to", report_to)
@@ -237,7 +237,7 @@ class RunConfig:
             or not isinstance(self.rollout_log_steps, int)
             or self.rollout_log_steps < 0
         ):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"rollout_log_steps must be an integer >= 0 (0: none), got {self.rollout_log_steps!r}"
             )
         check_scoring(self.scoring, self.ray_address)

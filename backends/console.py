@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from rlvr_gym.backends.metrics import normalise
+from rlvr_gym.backends.metrics import normalize
 
 SUMMARY_LINES = 10
 """Short lines printed over a whole run (about one per tenth of the steps), beside the live line."""
@@ -36,7 +36,7 @@ def quiet_libraries() -> None:
 
 
 def fmt_metrics(row: dict[str, Any]) -> str:
-    """``reward 0.412  acc 0.31  kl 0.002  ent 1.23`` from a normalised metrics row."""
+    """``reward 0.412  acc 0.31  kl 0.002  ent 1.23`` from a normalized metrics row."""
     parts = []
     for key, label, spec in (
         ("reward/mean", "reward", ".3f"),
@@ -91,7 +91,7 @@ def progress_callback(*, every: int | None = None):
         def on_log(self, args, state, control, logs=None, **kwargs):
             if self.bar is None or not logs or "reward" not in logs and "train/reward" not in logs:
                 return
-            self.last_row = normalise(logs)
+            self.last_row = normalize(logs)
             recent = self.step_times[-10:]
             step_s = f"  {sum(recent) / len(recent):.2f} s/step" if recent else ""
             self.bar.set_postfix_str(fmt_metrics(self.last_row) + step_s, refresh=False)

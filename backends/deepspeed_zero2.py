@@ -27,7 +27,7 @@ from rlvr_gym.backends.console import announce
 from rlvr_gym.backends.engine.launch import LaunchSpec, is_worker, run_or_launch, worker_main
 from rlvr_gym.backends.protocol import RunResult
 from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
+from rlvr_gym.error import InvalidArgumentError, NotAvailableError, RunFailedError
 
 NAME = "deepspeed-zero2"
 REQUIRED = (*trl_backend.REQUIRED, "deepspeed")
@@ -110,7 +110,7 @@ def training_overrides(
     choices, such as ``gradient_checkpointing``, are the ``trl`` backend's to translate)."""
     micro = micro_batch_size or config.completions_per_step
     if micro < 1:
-        raise InvalidArgument(f"micro_batch_size must be >= 1, got {micro}")
+        raise InvalidArgumentError(f"micro_batch_size must be >= 1, got {micro}")
     return {
         "deepspeed": zero2_config(offload=offload),
         "per_device_train_batch_size": micro,
@@ -149,7 +149,7 @@ def train(
     """
     ok, why = available()
     if not ok:
-        raise NotAvailable(f"deepspeed-zero2 backend unavailable: {why}")
+        raise NotAvailableError(f"deepspeed-zero2 backend unavailable: {why}")
     config = config.for_env(env.id)  # a run folder even when called without trainers.train
     launch = launch or LaunchSpec()
     overrides = {
@@ -246,7 +246,7 @@ def optimizer_evidence(engine: Any) -> dict[str, Any]:
     zero = getattr(engine, "optimizer", None)
     inner = getattr(zero, "optimizer", None)
     if zero is None or inner is None:
-        raise RunFailed(f"not a DeepSpeed ZeRO engine: {type(engine).__name__}")
+        raise RunFailedError(f"not a DeepSpeed ZeRO engine: {type(engine).__name__}")
     states = [
         t for state in inner.state.values() for t in state.values() if hasattr(t, "device") and t.dim() > 0
     ]

@@ -27,7 +27,7 @@ from rlvr_gym.backends.engine.launch import LaunchSpec, is_worker, run_or_launch
 from rlvr_gym.backends.engine.vllm_server import VLLMServer, trl_vllm_serve_command
 from rlvr_gym.backends.protocol import RunResult
 from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.error import InvalidArgument, NotAvailable
+from rlvr_gym.error import InvalidArgumentError, NotAvailableError
 
 NAME = "fsdp-vllm"
 Mode = Literal["server", "colocate"]
@@ -54,7 +54,7 @@ class Options:
 
 def _check_generation(generation: str) -> None:
     if generation not in GENERATIONS:
-        raise InvalidArgument(f"generation must be one of {GENERATIONS}, got {generation!r}")
+        raise InvalidArgumentError(f"generation must be one of {GENERATIONS}, got {generation!r}")
 
 
 def missing(mode: Mode = "server", generation: Generation = "vllm") -> list[str]:
@@ -104,7 +104,7 @@ def decoder_layer_classes(model: str | Path) -> list[str]:
         list(getattr(getattr(transformers, name, None), "_no_split_modules", None) or []) if name else []
     )
     if not classes:
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             f"no decoder-layer class known for model_type {config.model_type!r}; cannot plan FSDP wrapping"
         )
     return classes
@@ -128,7 +128,7 @@ def fsdp_overrides(
     run config said — the run's ``gradient_checkpointing`` arrives as ``activation_checkpointing``.
     """
     if mode not in ("server", "colocate"):
-        raise InvalidArgument(f"mode must be 'server' or 'colocate', got {mode!r}")
+        raise InvalidArgumentError(f"mode must be 'server' or 'colocate', got {mode!r}")
     _check_generation(generation)
     overrides: dict[str, Any] = {
         "fsdp": "full_shard auto_wrap",
@@ -171,7 +171,7 @@ def train(
     it cannot run. ``generation="transformers"`` trains on every visible GPU (``mode`` is unused)."""
     ok, why = available(mode, generation)
     if not ok:
-        raise NotAvailable(f"fsdp-vllm cannot run here: {why}")
+        raise NotAvailableError(f"fsdp-vllm cannot run here: {why}")
     config = config.for_env(env.id)  # a run folder even when called without trainers.train
     import torch
 
@@ -192,7 +192,7 @@ def train(
         spec = launch or LaunchSpec(num_processes=total)
         return run_or_launch(_train_here, __name__, spec, in_process=False, **job)
     if not 1 <= vllm_gpus < total:
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             f"vllm_gpus must leave at least one of {total} GPUs for training, got {vllm_gpus}"
         )
     train_gpus, serve_gpus = list(range(total - vllm_gpus)), list(range(total - vllm_gpus, total))

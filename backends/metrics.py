@@ -38,7 +38,7 @@ def peak_gpu_bytes() -> int | None:
     return int(torch.cuda.max_memory_allocated()) if torch.cuda.is_available() else None
 
 
-def normalise(logs: dict[str, Any]) -> dict[str, Any]:
+def normalize(logs: dict[str, Any]) -> dict[str, Any]:
     """TRL's log dict with our names: ``rewards/<c>/mean`` -> ``reward/<c>/mean`` etc."""
     row: dict[str, Any] = {}
     for key, value in logs.items():
@@ -102,7 +102,7 @@ class MetricsWriter:
             self.verify_times.append(self.verify_clock() - self.verify_started)
 
     def write(self, step: int, logs: dict[str, Any]) -> dict[str, Any]:
-        row = {"step": step, **normalise(logs)}
+        row = {"step": step, **normalize(logs)}
         if self.step_times:
             row["step_time_s"] = sum(self.step_times) / len(self.step_times)
             if self.verify_times and sum(self.step_times) > 0:

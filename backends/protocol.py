@@ -58,12 +58,12 @@ def write_trainer_state(state: Any, output_dir: str | Path) -> None:
 def run_result(output_dir: str | Path) -> RunResult:
     """What a finished run left in ``output_dir``: every backend builds its result here."""
     from rlvr_gym.backends.metrics import read_metrics
-    from rlvr_gym.error import MissingPath
+    from rlvr_gym.error import MissingPathError
 
     output_dir = Path(output_dir)
     steps = steps_done(output_dir)
     if steps is None:
-        raise MissingPath(f"no {TRAINER_STATE} in {output_dir}: the run did not finish there")
+        raise MissingPathError(f"no {TRAINER_STATE} in {output_dir}: the run did not finish there")
     plot = output_dir / PLOT_FILE
     return RunResult(
         output_dir, output_dir / FINAL_DIR, steps, read_metrics(output_dir), plot if plot.is_file() else None

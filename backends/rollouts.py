@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rlvr_gym.backends.run_layout import ROLLOUTS_FILE
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 RolloutKey = tuple[int | None, str, int, int]
 
@@ -97,7 +97,7 @@ class RolloutLog:
 
     def __init__(self, path: str | Path, *, duplicates: Literal["error", "skip"] = "error") -> None:
         if duplicates not in ("error", "skip"):
-            raise InvalidArgument(f"duplicates must be 'error' or 'skip', got {duplicates!r}")
+            raise InvalidArgumentError(f"duplicates must be 'error' or 'skip', got {duplicates!r}")
         self.path = Path(path)
         self.duplicates = duplicates
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -128,7 +128,7 @@ class RolloutLog:
             key = rollout_key(row)
             if key in self.rows or key in new:
                 if self.duplicates == "error":
-                    raise InvalidArgument(f"rollout {key} is already in {self.path}")
+                    raise InvalidArgumentError(f"rollout {key} is already in {self.path}")
                 continue
             new[key] = row
         if new:

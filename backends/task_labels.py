@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.error import InvalidArgument, InvalidType, OutOfRange
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError, OutOfRangeError
 from rlvr_gym.verifiers import Task, freeze
 
 MAX_LABEL_CHARS = 1_000_000
@@ -32,11 +32,11 @@ def label_of(split: str, index: int) -> dict[str, Any]:
 def _parsed(label: Any) -> Any:
     if isinstance(label, str):
         if len(label) > MAX_LABEL_CHARS:
-            raise InvalidArgument(f"a label string is over {MAX_LABEL_CHARS} characters")
+            raise InvalidArgumentError(f"a label string is over {MAX_LABEL_CHARS} characters")
         try:
             return json.loads(label)
         except (ValueError, RecursionError):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 "a label string must be JSON (an index, {split, index} or {task})"
             ) from None
     return label
@@ -52,19 +52,19 @@ def locate(env: SingleTurnEnv, label: Any, split: str | None = None) -> tuple[st
     split = split or env.splits[0]
     if isinstance(label, Mapping) and set(label) == {"task"}:
         if not isinstance(label["task"], Mapping):
-            raise InvalidType("'task' must be an object (a task row)")
+            raise InvalidTypeError("'task' must be an object (a task row)")
         return None
     if isinstance(label, Mapping):
         if set(label) - {"split", "index"} or "index" not in label:
-            raise InvalidArgument("a label is an index, {'split', 'index'}, or {'task': {...}}")
+            raise InvalidArgumentError("a label is an index, {'split', 'index'}, or {'task': {...}}")
         split, label = label.get("split", split), label["index"]
     if isinstance(label, bool) or not isinstance(label, int):
-        raise InvalidType(f"a task index must be an integer, got {type(label).__name__}")
+        raise InvalidTypeError(f"a task index must be an integer, got {type(label).__name__}")
     if not isinstance(split, str):
-        raise InvalidType(f"a split must be a string, got {type(split).__name__}")
+        raise InvalidTypeError(f"a split must be a string, got {type(split).__name__}")
     size = len(env.tasks(split))
     if not 0 <= label < size:
-        raise OutOfRange(f"index {label} is out of range for split {split!r} ({size} tasks)")
+        raise OutOfRangeError(f"index {label} is out of range for split {split!r} ({size} tasks)")
     return split, label
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rlvr_gym.envs import MultiTurnEnv, make, parse_tool_calls
-from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
 from rlvr_gym.verifiers import Verdict
 
 EPISODE_OVER = "The episode is over; no more tool calls are taken."
@@ -48,14 +48,14 @@ class ToolEnvAdapter:
         refused (see the module doc: every rollout of a group must be posed the same task)."""
         index, split = row.get("task_index"), row.get("task_split")
         if index is None or split is None:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"{type(self).__name__}.reset() got a row without task_split/task_index columns: pass "
                 "GRPOTrainer(train_dataset=rlvr_gym.backends.trl_adapter.dataset(env)) so that every "
                 "rollout of a GRPO group is posed the same task"
             )
         label = row.get("task_env")
         if label is not None and label != self.env.id:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"the row is a task of {label!r}, but this environment_factory plays {self.env.id!r}: "
                 "build the dataset and the environment_factory from the same env"
             )
@@ -113,7 +113,7 @@ def environment_factory(env: str | MultiTurnEnv, **make_options: Any) -> type:
     if isinstance(env, str):
         env = make(env, **make_options)
     if not isinstance(env, MultiTurnEnv):
-        raise InvalidType(
+        raise InvalidTypeError(
             f"environment_factory needs a tool env (an envs.MultiTurnEnv such as 'gsm8k-python'), got "
             f"{type(env).__name__}; single-step envs train through reward_funcs() and dataset()"
         )

@@ -18,10 +18,10 @@ from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr_gym.backends.engine.rewards import RewardFunction
+from rlvr_gym.backends.rewards import RewardFunction
 from rlvr_gym.backends.rollouts import Rollout, RolloutLog, episode_turns
 from rlvr_gym.envs import MultiTurnEnv
-from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
 from rlvr_gym.verifiers import Reason, Verdict
 
 logger = logging.getLogger("rlvr_gym.backends")
@@ -35,11 +35,11 @@ def check_one_task_per_group(posed: Sequence[Hashable], group_size: int) -> None
     them out) was posed more than one task: its advantages would compare answers to different
     questions."""
     if group_size < 1:
-        raise InvalidArgument(f"group_size must be >= 1, got {group_size}")
+        raise InvalidArgumentError(f"group_size must be >= 1, got {group_size}")
     for start in range(0, len(posed), group_size):
         tasks = set(posed[start : start + group_size])
         if len(tasks) > 1:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"GRPO group {start // group_size} was posed {len(tasks)} different tasks {sorted(map(str, tasks))}: "
                 "group-relative advantages would compare answers to different questions. Give the trainer "
                 "train_dataset=rlvr_gym.backends.trl_adapter.dataset(env) so each group shares its row's task"
@@ -52,7 +52,7 @@ class EpisodeRewards:
     ``num_generations`` is the GRPO group size, for the one-task-per-group check (``None``: each
     rollout is checked against its own row's ``task_split``/``task_index``, which TRL repeats
     across a group). ``rollout_log``/``rollout_every``/``rollout_samples`` as in
-    :class:`~rlvr_gym.backends.engine.rewards.EnvRewards`.
+    :class:`~rlvr_gym.backends.rewards.EnvRewards`.
     """
 
     def __init__(
@@ -65,7 +65,7 @@ class EpisodeRewards:
         rollout_samples: int | None = None,
     ) -> None:
         if not isinstance(env, MultiTurnEnv):
-            raise InvalidType(f"EpisodeRewards needs a tool env (envs.MultiTurnEnv), got {type(env).__name__}")
+            raise InvalidTypeError(f"EpisodeRewards needs a tool env (envs.MultiTurnEnv), got {type(env).__name__}")
         self.env = env
         self.num_generations = num_generations
         self.rollout_log = Path(rollout_log) if rollout_log is not None else None
@@ -96,7 +96,7 @@ class EpisodeRewards:
     ) -> list[float | None]:
         """End every rollout's episode, check its task, log metrics; the episode scores."""
         if environments is None:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"{self.env.id} is a tool env: its reward needs TRL's tool loop, "
                 "GRPOTrainer(environment_factory=environment_factory(env), reward_funcs=reward_funcs(env), ...)"
             )
@@ -105,7 +105,7 @@ class EpisodeRewards:
         if task_split is not None and task_index is not None:
             for i, (split, index) in enumerate(zip(task_split, task_index, strict=True)):
                 if posed[i] != (str(split), int(index)):
-                    raise InvalidArgument(
+                    raise InvalidArgumentError(
                         f"rollout {i} was posed task {posed[i]} but its row is ({split!r}, {index}): the rollout "
                         "would be scored against another question"
                     )

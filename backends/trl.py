@@ -24,9 +24,9 @@ from typing import Any
 
 from rlvr_gym.backends.config import TRACKERS, RunConfig
 from rlvr_gym.backends.console import quiet_libraries, use_progress_line
-from rlvr_gym.backends.engine.rewards import EnvRewards
 from rlvr_gym.backends.metrics import MetricsWriter, optimizer_state_summary, plot_rewards, truncate_metrics
 from rlvr_gym.backends.protocol import RunResult, run_result, steps_done, write_trainer_state
+from rlvr_gym.backends.rewards import EnvRewards
 from rlvr_gym.backends.rollouts import RolloutLog
 from rlvr_gym.backends.run_layout import (
     CHECKPOINT_PREFIX,
@@ -41,7 +41,7 @@ from rlvr_gym.backends.tool_rewards import EpisodeRewards
 from rlvr_gym.backends.trl_adapter import dataset as build_dataset
 from rlvr_gym.backends.trl_adapter import env_rewards
 from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
-from rlvr_gym.error import InvalidArgument, MissingPath, NotAvailable
+from rlvr_gym.error import InvalidArgumentError, MissingPathError, NotAvailableError
 
 logger = logging.getLogger("rlvr_gym.backends")
 
@@ -117,7 +117,7 @@ def check_trackers(report_to: tuple[str, ...]) -> None:
     for tracker in report_to:
         modules = ("tensorboard", "tensorboardX") if tracker == "tensorboard" else (tracker,)
         if not any(importlib.util.find_spec(m) is not None for m in modules):
-            raise NotAvailable(
+            raise NotAvailableError(
                 f"--report-to {tracker}: {tracker} is not installed (pip install 'rlvr-gym[{TRACKERS[tracker]}]')"
             )
 
@@ -213,7 +213,7 @@ def train(
     """
     ok, why = available()
     if not ok:
-        raise NotAvailable(f"trl backend unavailable: {why}")
+        raise NotAvailableError(f"trl backend unavailable: {why}")
     config = config.for_env(env.id)  # a run folder even when called without trainers.train
     from transformers import AutoTokenizer
 
@@ -225,7 +225,7 @@ def train(
     output_dir = Path(config.output_dir)
     checkpoint = last_checkpoint(output_dir) if resume else None
     if resume and checkpoint is None:
-        raise MissingPath(f"--resume: no checkpoint-* folder in {output_dir}")
+        raise MissingPathError(f"--resume: no checkpoint-* folder in {output_dir}")
     tokenizer = AutoTokenizer.from_pretrained(str(model))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -234,7 +234,7 @@ def train(
     rewards: EnvRewards | EpisodeRewards
     if isinstance(env, MultiTurnEnv):  # TRL's tool loop: one task per group, episodes scored whole
         if config.scoring != "local":
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"{env.id} is a tool env: its episodes are scored as they are played, on this host; "
                 f"scoring={config.scoring!r} serves single-step envs only"
             )

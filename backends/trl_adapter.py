@@ -32,12 +32,12 @@ from typing import Any
 
 import gymnasium
 
-from rlvr_gym.backends.engine.rewards import EnvRewards, RewardFunction
+from rlvr_gym.backends.rewards import EnvRewards, RewardFunction
 from rlvr_gym.backends.tool_bridge import ToolEnvAdapter, environment_factory
 from rlvr_gym.backends.tool_rewards import EpisodeRewards
 from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
 from rlvr_gym.envs.env import unwrap
-from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger("rlvr_gym.backends")
 
@@ -60,7 +60,7 @@ def env_of(env: SingleTurnEnv | gymnasium.Env, what: str) -> SingleTurnEnv:
     ``gymnasium.make("rlvr_gym/...")``; anything else is refused naming the helper."""
     found = unwrap(env)
     if found is None:
-        raise InvalidType(f"{what} needs an rlvr_gym env, got {type(env).__name__}")
+        raise InvalidTypeError(f"{what} needs an rlvr_gym env, got {type(env).__name__}")
     return found
 
 
@@ -109,7 +109,7 @@ def dataset(
             max_prompt_length,
         )
     if not rows:
-        raise InvalidArgument(f"no {split} prompt fits max_prompt_length={max_prompt_length}")
+        raise InvalidArgumentError(f"no {split} prompt fits max_prompt_length={max_prompt_length}")
     return Dataset.from_list(rows)
 
 
@@ -125,7 +125,7 @@ def curriculum_dataset(env: SingleTurnEnv | gymnasium.Env, *, seed: int = 0):
     """
     env = env_of(env, "curriculum_dataset()")
     if not callable(getattr(env, "stage_indices", None)):
-        raise InvalidType(f"{type(env).__name__} has no curriculum (stage_indices); use dataset()")
+        raise InvalidTypeError(f"{type(env).__name__} has no curriculum (stage_indices); use dataset()")
     from datasets import IterableDataset
 
     def rows():
@@ -190,7 +190,7 @@ def reward_funcs(
 
 
 def reward_weights(env: SingleTurnEnv | gymnasium.Env) -> list[float]:
-    """The rubric's normalised weights, in the order of :func:`reward_funcs` (they sum to 1)."""
+    """The rubric's normalized weights, in the order of :func:`reward_funcs` (they sum to 1)."""
     env = env_of(env, "reward_weights()")
     if isinstance(env, MultiTurnEnv):
         return [1.0]

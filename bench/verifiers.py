@@ -148,7 +148,7 @@ def math500_figures(data: Path) -> dict[str, str]:
     seconds = time.perf_counter() - started
     return {
         "gold ≡ \\boxed{gold}": f"{boxed}/{len(rows)}",
-        "gold ≡ its normalised forms": f"{forms}/{forms_total}",
+        "gold ≡ its normalized forms": f"{forms}/{forms_total}",
         "another problem's answer rejected": f"{rejected}/{rejected_total}",
         "seconds": f"{seconds:.1f}",
         "failures": "; ".join(failures[:10]) or "none",
@@ -156,7 +156,7 @@ def math500_figures(data: Path) -> dict[str, str]:
 
 
 def form_cases() -> list[tuple[str, str, bool]]:
-    """The answer-form table of ``tests/math_forms.py`` (written for issue 13, labels by hand)."""
+    """The answer-form table of ``tests/support/math_forms.py`` (written for issue 13, labels by hand)."""
     path = Path(__file__).resolve().parents[1] / "tests" / "math_forms.py"
     spec = importlib.util.spec_from_file_location("math_forms", path)
     if spec is None or spec.loader is None:
@@ -168,7 +168,7 @@ def form_cases() -> list[tuple[str, str, bool]]:
 
 def math500_agreement(data: Path) -> tuple[int, int, list[str]]:
     """How often our verdict equals Math-Verify's on MATH-500 answer pairs (gold vs itself boxed,
-    its normalised form, and another problem's answer)."""
+    its normalized form, and another problem's answer)."""
     from math_verify import parse, verify
 
     rows = [json.loads(line) for line in (data / "math500_test.jsonl").open()]
@@ -233,7 +233,7 @@ def main() -> None:
         print(f"  {name:<56}{sum(mine) / len(mine):>8.4f}{sum(theirs) / len(theirs):>8.4f}")
     forms = form_cases()
     results = compare(forms, chunks=10)
-    print(f"Answer forms of every family (tests/math_forms.py, {len(forms)} completions, labels by hand):")
+    print(f"Answer forms of every family (tests/support/math_forms.py, {len(forms)} completions, labels by hand):")
     for name, (rate, agreed) in results.items():
         print(f"  {name:<12}{rate:>10,.0f} verif/s  agreement {sum(agreed) / len(forms):.4f}")
     same, total, differ = math500_agreement(args.data)

@@ -2,9 +2,9 @@
 
 Why Sphinx + MyST: it is what Gymnasium, Ray and PyTorch use, so readers of this field know its
 layout; MyST lets every page stay plain Markdown (the README's dialect, with fenced code blocks
-that tests/test_docs.py runs as written); and autodoc builds the API reference from the same
+that tests/project/test_docs.py runs as written); and autodoc builds the API reference from the same
 docstrings `help()` shows, so the reference cannot drift from the code. The build runs with
-warnings as errors in CI (tests/test_docs.py), offline: no intersphinx, nothing fetched.
+warnings as errors in CI (tests/project/test_docs.py), offline: no intersphinx, nothing fetched.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Any
 
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
-from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
 from rlvr_gym.verifiers import NumberMatch, NumericProximity, Rubric, Task
 
 OPERATIONS = "+-*"
@@ -134,7 +134,7 @@ class ArithEnv(SingleTurnEnv):
     ) -> None:
         super().__init__(**env_options)
         if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InvalidType(f"seed must be an int, got {type(seed).__name__}")
+            raise InvalidTypeError(f"seed must be an int, got {type(seed).__name__}")
         for name, value in (
             ("num_steps", num_steps),
             ("max_operand", max_operand),
@@ -142,9 +142,9 @@ class ArithEnv(SingleTurnEnv):
             ("test_size", test_size),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgument(f"{name} must be an integer >= 1, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
         if not isinstance(operations, str) or not operations or set(operations) - set(OPERATIONS):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"operations must be a non-empty string of {OPERATIONS!r}, got {operations!r}"
             )
         self.params = {
@@ -183,7 +183,7 @@ class ArithEnv(SingleTurnEnv):
         """
         step = getattr(progress, "global_step", progress)
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            raise InvalidArgument(f"schedule() needs a step >= 0 or a trainer state, got {progress!r}")
+            raise InvalidArgumentError(f"schedule() needs a step >= 0 or a trainer state, got {progress!r}")
         self.stage = max((k for k, (start, _) in enumerate(self.curriculum) if start <= step), default=0)
         return self.stage
 
@@ -222,26 +222,26 @@ def _curriculum(
     stages, last = [], -1
     for entry in curriculum:
         if not (isinstance(entry, tuple | list) and len(entry) == 2 and isinstance(entry[1], Mapping)):
-            raise InvalidArgument(f"curriculum entries are (start_step, {{knob: value}}), got {entry!r}")
+            raise InvalidArgumentError(f"curriculum entries are (start_step, {{knob: value}}), got {entry!r}")
         start, overrides = entry
         if isinstance(start, bool) or not isinstance(start, int) or start <= last:
-            raise InvalidArgument(f"curriculum start steps must be integers increasing from 0, got {start!r}")
+            raise InvalidArgumentError(f"curriculum start steps must be integers increasing from 0, got {start!r}")
         unknown = set(overrides) - CURRICULUM_KEYS
         if unknown:
-            raise InvalidArgument(f"curriculum knobs are {sorted(CURRICULUM_KEYS)}, got {sorted(unknown)}")
+            raise InvalidArgumentError(f"curriculum knobs are {sorted(CURRICULUM_KEYS)}, got {sorted(unknown)}")
         merged = {**base, **overrides}
         for name in ("num_steps", "max_operand"):
             value = merged[name]
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgument(f"curriculum {name} must be an integer >= 1, got {value!r}")
+                raise InvalidArgumentError(f"curriculum {name} must be an integer >= 1, got {value!r}")
         if (
             not isinstance(merged["operations"], str)
             or not merged["operations"]
             or set(merged["operations"]) - set(OPERATIONS)
         ):
-            raise InvalidArgument(f"curriculum operations must be a non-empty string of {OPERATIONS!r}")
+            raise InvalidArgumentError(f"curriculum operations must be a non-empty string of {OPERATIONS!r}")
         stages.append((start, dict(overrides)))
         last = start
     if stages and stages[0][0] != 0:
-        raise InvalidArgument("the curriculum's first stage must start at step 0")
+        raise InvalidArgumentError("the curriculum's first stage must start at step 0")
     return stages

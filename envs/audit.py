@@ -20,7 +20,11 @@ from typing import Any
 from rlvr_gym.envs.env import SingleTurnEnv, unwrap
 from rlvr_gym.envs.tool_audit import TOOL_FAMILIES, episodes, score_episodes
 from rlvr_gym.envs.tool_env import MultiTurnEnv
-from rlvr_gym.error import Error, InvalidArgument, InvalidType
+from rlvr_gym.error import (
+    AuditFailedError,  # noqa: F401 - defined with the whole tree
+    InvalidArgumentError,
+    InvalidTypeError,
+)
 from rlvr_gym.verifiers import Reason, Task, Verdict
 from rlvr_gym.verifiers.audit import (
     FAMILIES,
@@ -45,22 +49,6 @@ ITEM_TIMEOUT = 30.0
 """After a batch overran: seconds each item may take when re-scored alone."""
 MAX_HUNG_ITEMS = 3
 """After this many items hung alone, the rest are not scored (each would cost ``ITEM_TIMEOUT``)."""
-
-
-class AuditFailed(Error, RuntimeError):
-    """An env's verifiers let an exploit through (or rejected the gold): the message names it,
-    and ``fixes`` (ways on that keep what they can of the audit) when the caller knows them."""
-
-    def __init__(self, report: AuditReport, fixes: Sequence[str] = ()) -> None:
-        self.report = report
-        ways = [*fixes, "--no-audit / audit=False trains with no audit at all"]
-        super().__init__(
-            f"reward-hack audit of {report.env} failed: "
-            + "; ".join(report.failures())
-            + " (fix the verifier, or: "
-            + "; ".join(ways)
-            + ")"
-        )
 
 
 @dataclass
@@ -255,15 +243,15 @@ def audit(
     then ``item_timeout`` per item): a verifier that hangs is a failed finding, not a hung audit.
     ``score`` scores the batch in place of ``env.verify_batch`` (a scoring backend's, e.g. Ray
     actors holding the same env). Raises nothing on a failed audit: read ``report.ok``
-    (``train`` raises :class:`AuditFailed`).
+    (``train`` raises :class:`AuditFailedError`).
     """
     given, env = env, unwrap(env)  # gymnasium.make's env: the one inside its wrappers
     if env is None:
-        raise InvalidType(f"audit needs a SingleTurnEnv (rlvr_gym.make(...)), got {type(given).__name__}")
+        raise InvalidTypeError(f"audit needs a SingleTurnEnv (rlvr_gym.make(...)), got {type(given).__name__}")
     if isinstance(n_tasks, bool) or not isinstance(n_tasks, int) or n_tasks < 1:
-        raise InvalidArgument(f"n_tasks must be an integer >= 1, got {n_tasks!r}")
+        raise InvalidArgumentError(f"n_tasks must be an integer >= 1, got {n_tasks!r}")
     if not 0.0 <= threshold < 1.0:
-        raise InvalidArgument(f"threshold must be in [0, 1), got {threshold!r}")
+        raise InvalidArgumentError(f"threshold must be in [0, 1), got {threshold!r}")
     split = split or ("test" if "test" in env.splits else env.splits[0])
     started = time.perf_counter()
     tasks = env.tasks(split)
@@ -275,7 +263,7 @@ def audit(
         known = [*FAMILIES, *TOOL_FAMILIES]
         unknown = [f for f in skip if f not in known]
         if unknown:
-            raise InvalidArgument(f"cannot skip unknown audit families {unknown}; known: {known}")
+            raise InvalidArgumentError(f"cannot skip unknown audit families {unknown}; known: {known}")
         families = [f for f in (families or known) if f not in skip]
     completion_families = None if families is None else [f for f in families if f not in TOOL_FAMILIES]
     for index, subject in zip(indices, _subjects(env, tasks, indices), strict=True):
@@ -285,7 +273,7 @@ def audit(
         rows += [(index, e, subject.task) for e in exploits]
     for name, value in (("batch_timeout", batch_timeout), ("item_timeout", item_timeout)):
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
-            raise InvalidArgument(f"{name} must be a positive number of seconds, got {value!r}")
+            raise InvalidArgumentError(f"{name} must be a positive number of seconds, got {value!r}")
     scored = _score(
         score or env.verify_batch,
         [e.completion for _, e, _ in rows],
@@ -331,4 +319,4 @@ def fast_audit(
     return audit(env, n_tasks=FAST_TASKS, seed=seed, fast=True, score=score, skip=skip)
 
 
-__all__ = ["FAST_TASKS", "AuditFailed", "AuditReport", "audit", "fast_audit", "settings_of"]
+__all__ = ["FAST_TASKS", "AuditFailedError", "AuditReport", "audit", "fast_audit", "settings_of"]

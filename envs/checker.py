@@ -22,16 +22,12 @@ from gymnasium import spaces
 
 from rlvr_gym.envs.env import EnvStateError, SingleTurnEnv, unwrap
 from rlvr_gym.envs.tool_env import MultiTurnEnv
-from rlvr_gym.error import Error, InvalidArgument
+from rlvr_gym.error import (
+    EnvCheckError,  # noqa: F401 - defined with the whole tree
+    Error,
+    InvalidArgumentError,
+)
 from rlvr_gym.verifiers import Verdict, thaw
-
-
-class EnvCheckError(Error, AssertionError):
-    """An env broke a rule of the SingleTurnEnv contract (the message names the rule)."""
-
-    def __init__(self, check: str, message: str) -> None:
-        super().__init__(f"[{check}] {message}")
-        self.check = check
 
 
 def _sample_indices(env: SingleTurnEnv, split: str, n_tasks: int) -> list[int]:
@@ -305,7 +301,7 @@ def check_env(env: SingleTurnEnv | gymnasium.Env, n_tasks: int = 8) -> list[str]
     Raises :class:`EnvCheckError` at the first broken rule.
     """
     if isinstance(n_tasks, bool) or not isinstance(n_tasks, int) or n_tasks < 1:
-        raise InvalidArgument(f"n_tasks (tasks per split to check) must be an integer >= 1, got {n_tasks!r}")
+        raise InvalidArgumentError(f"n_tasks (tasks per split to check) must be an integer >= 1, got {n_tasks!r}")
     given, env = env, unwrap(env)
     if env is None:
         raise EnvCheckError("type", f"expected an envs.SingleTurnEnv, got {type(given).__name__}")

@@ -17,7 +17,7 @@ from typing import Any
 
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
-from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
 from rlvr_gym.verifiers import Rubric, Task
 from rlvr_gym.verifiers.countdown import OPERATIONS, CountdownVerifier
 
@@ -91,7 +91,7 @@ def generate_task(
             break
     else:
         if "+" not in operations:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"countdown found no task at {split}[{index}] in {MAX_TRIES} draws with operations="
                 f"{operations!r}, max_target={max_target}: allow '+' or raise max_target"
             )
@@ -120,7 +120,7 @@ def _positive_int(name: str, value: object, low: int = 1, high: int | None = Non
         or (high is not None and value > high)
     ):
         bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
-        raise InvalidArgument(f"{name} must be an integer {bound}, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be an integer {bound}, got {value!r}")
     return value
 
 
@@ -145,7 +145,7 @@ class CountdownEnv(SingleTurnEnv):
     ) -> None:
         super().__init__(**env_options)
         if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InvalidType(f"seed must be an int, got {type(seed).__name__}")
+            raise InvalidTypeError(f"seed must be an int, got {type(seed).__name__}")
         _positive_int("num_count", num_count, 2, 8)
         _positive_int("min_number", min_number)
         _positive_int("max_number", max_number, min_number, 10**6)
@@ -153,7 +153,7 @@ class CountdownEnv(SingleTurnEnv):
         _positive_int("train_size", train_size)
         _positive_int("test_size", test_size)
         if not isinstance(operations, str) or not operations or set(operations) - set(OPERATIONS):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"operations must be a non-empty string of {OPERATIONS!r}, got {operations!r}"
             )
         self.params = {

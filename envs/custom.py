@@ -5,7 +5,7 @@
 ``data`` is a JSONL, JSON, CSV or Parquet file, or a hub id (``org/name``, through ``datasets``,
 with ``split`` and ``config``); the env has the one split ``split``. The keyword arguments name
 the columns. Every row is checked when the split loads, so a bad row is a
-:class:`~rlvr_gym.envs.data.BadDataRow` naming ``file:line`` and the missing key, not a crash in
+:class:`~rlvr_gym.envs.data.BadDataRowError` naming ``file:line`` and the missing key, not a crash in
 the middle of training. ``instructions`` (IFEval-style ids and kwargs) lives in
 :mod:`rlvr_gym.envs.instructions`.
 """
@@ -22,7 +22,7 @@ from rlvr_gym.envs.data import DataUnavailableError, parse_rows
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.math500 import BoxedFormat, distinct_answers
 from rlvr_gym.envs.tables import read_table
-from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
 from rlvr_gym.verifiers import Rubric, SingleAnswer, Task
 from rlvr_gym.verifiers.code.harness import validate_tests
 from rlvr_gym.verifiers.math import MathVerifier
@@ -38,14 +38,14 @@ def _name(value: object, what: str, *, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str) or not value:
-        raise InvalidType(f"{what} must name a column (a non-empty string), got {value!r}")
+        raise InvalidTypeError(f"{what} must name a column (a non-empty string), got {value!r}")
     return value
 
 
 def _text(row: Mapping[str, Any], column: str) -> str:
     value = row[column]
     if isinstance(value, bool) or not isinstance(value, str | int | float) or not str(value).strip():
-        raise InvalidArgument(f"column {column!r} must be non-empty text, got {value!r:.80}")
+        raise InvalidArgumentError(f"column {column!r} must be non-empty text, got {value!r:.80}")
     return str(value).strip()
 
 
@@ -55,11 +55,11 @@ def _list(value: Any, column: str) -> list[Any]:
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"column {column!r} must be a list (or a JSON list), got {value!r:.80}"
             ) from None
     if isinstance(value, Mapping) or not isinstance(value, Sequence) or isinstance(value, str) or not value:
-        raise InvalidArgument(f"column {column!r} must be a non-empty list, got {value!r:.80}")
+        raise InvalidArgumentError(f"column {column!r} must be a non-empty list, got {value!r:.80}")
     return list(value)
 
 
@@ -82,9 +82,9 @@ class DataEnv(SingleTurnEnv):
                 "id 'org/name'> and the column names (see docs/authoring-envs.md)"
             )
         if not isinstance(data, str | os.PathLike) or not str(data):
-            raise InvalidType(f"data must be a file path or a hub id ('org/name'), got {data!r}")
+            raise InvalidTypeError(f"data must be a file path or a hub id ('org/name'), got {data!r}")
         if not isinstance(split, str) or not split:
-            raise InvalidType(f"split must be a non-empty string, got {split!r}")
+            raise InvalidTypeError(f"split must be a non-empty string, got {split!r}")
         self.splits = (split,)
         super().__init__(**env_options)
         self.data, self.config = data, config
@@ -145,7 +145,7 @@ class MathDataEnv(DataEnv):
         if "####" in answer:
             answer = answer.rpartition("####")[2].strip().replace(",", "")
             if not answer:
-                raise InvalidArgument(f"column {c['answer']!r} has nothing after '####'")
+                raise InvalidArgumentError(f"column {c['answer']!r} has nothing after '####'")
         task = {"question": _text(row, c["question"]), "answer": answer}
         if c["solution"]:
             task["solution"] = _text(row, c["solution"])
@@ -189,7 +189,7 @@ class CodeDataEnv(DataEnv, CodeEnv):
         **env_options: Any,
     ) -> None:
         if kind not in CODE_KINDS:
-            raise InvalidArgument(f"kind must be one of {CODE_KINDS}, got {kind!r}")
+            raise InvalidArgumentError(f"kind must be one of {CODE_KINDS}, got {kind!r}")
         super().__init__(data=data, split=split, config=config, **env_options)
         self.kind = kind
         self.columns = {
@@ -200,7 +200,7 @@ class CodeDataEnv(DataEnv, CodeEnv):
             "solution": _name(solution, "solution", optional=True),
         }
         if kind == "calls" and entry_point is None:
-            raise InvalidArgument("kind='calls' needs entry_point=<the column naming the function>")
+            raise InvalidArgumentError("kind='calls' needs entry_point=<the column naming the function>")
         self.required = tuple(c for c in self.columns.values() if c)
 
     def row_to_task(self, row: Mapping[str, Any]) -> dict[str, Any]:
@@ -214,7 +214,7 @@ class CodeDataEnv(DataEnv, CodeEnv):
         if self.kind == "calls" and not all(
             isinstance(case, Mapping) and "expected" in case for case in spec["cases"]
         ):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"column {c['tests']!r}: each 'calls' case is {{'args': [...], 'expected': ...}}"
             )
         task = {"prompt": _text(row, c["prompt"]), "tests": dict(validate_tests(spec))}

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from rlvr_gym.error import Error, InvalidArgument, NotAvailable
+from rlvr_gym.error import (  # noqa: F401 - defined with the whole tree
+    BadDataRowError,
+    DataUnavailableError,
+    Error,
+    InvalidArgumentError,
+    NotAvailableError,
+)
 
 T = TypeVar("T")
 HUB_PROBE_S = 3.0
@@ -26,14 +32,6 @@ HUB_PROBE_S = 3.0
 the client's ~55 s of retries)."""
 
 DATA_DIR_ENV = "RLVR_GYM_DATA_DIR"
-
-
-class DataUnavailableError(NotAvailable):
-    """The rows could not be loaded; the message says which sources were tried and how to fix it."""
-
-
-class BadDataRow(DataUnavailableError, InvalidArgument):
-    """A row of a data file cannot be a task: ``file:line: what is wrong`` in one line."""
 
 
 class DataRow(dict):
@@ -54,24 +52,24 @@ def parse_rows(
     rows: Sequence[dict[str, Any]], parse: Callable[[dict[str, Any]], T], *, required: Sequence[str] = ()
 ) -> list[T]:
     """``parse`` each row into a task; a missing ``required`` key or any error ``parse`` raises on
-    a row becomes :class:`BadDataRow` naming the file and line (never a bare ``KeyError``)."""
+    a row becomes :class:`BadDataRowError` naming the file and line (never a bare ``KeyError``)."""
     tasks = []
     for number, row in enumerate(rows, 1):
         where = getattr(row, "origin", "") or f"row {number}"
         missing = [key for key in required if key not in row]
         if missing:
-            raise BadDataRow(
+            raise BadDataRowError(
                 f"{where}: missing key{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
                 f"(the row has {', '.join(map(repr, list(row)[:12])) or 'no keys'})"
             )
         try:
             tasks.append(parse(row))
         except KeyError as exc:
-            raise BadDataRow(
+            raise BadDataRowError(
                 f"{where}: missing key {exc.args[0]!r} (the row has {', '.join(map(repr, list(row)[:12]))})"
             ) from None
         except (TypeError, ValueError, IndexError, AttributeError, Error) as exc:
-            raise BadDataRow(f"{where}: {exc}") from None
+            raise BadDataRowError(f"{where}: {exc}") from None
     return tasks
 
 
@@ -97,18 +95,18 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise BadDataRow(f"{path}:{number}: not UTF-8 text ({exc.reason})") from None
+                    raise BadDataRowError(f"{path}:{number}: not UTF-8 text ({exc.reason})") from None
                 if not line.strip():
                     continue
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise BadDataRow(f"{path}:{number}: not JSON ({exc.msg})") from None
+                    raise BadDataRowError(f"{path}:{number}: not JSON ({exc.msg})") from None
                 if not isinstance(row, dict):
-                    raise BadDataRow(f"{path}:{number}: expected a JSON object per line")
+                    raise BadDataRowError(f"{path}:{number}: expected a JSON object per line")
                 rows.append(located_row(row, f"{path}:{number}"))
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:  # a cut or corrupt .gz
-        raise BadDataRow(
+        raise BadDataRowError(
             f"{path}:{number + 1}: the gzip file is truncated or corrupt ({exc}); download it again"
         ) from None
     return rows

@@ -18,7 +18,12 @@ from typing import Any, ClassVar, Literal, overload
 import gymnasium
 
 from rlvr_gym.envs.spaces import AnyText, ChatMessages
-from rlvr_gym.error import Error, InvalidArgument, InvalidType, OutOfRange
+from rlvr_gym.error import (
+    EnvStateError,  # noqa: F401 - defined with the whole tree
+    InvalidArgumentError,
+    InvalidTypeError,
+    OutOfRangeError,
+)
 from rlvr_gym.verifiers import Rubric, Task, Verdict, Verifier, freeze, run_verifier_batch, thaw
 
 PromptFormat = Literal["chat", "text"]
@@ -32,10 +37,6 @@ def registry_id(env_id: str) -> str:
     an id with a namespace of its own is the same in both (the inverse of ``envs.gymnasium_id``)."""
     namespace, _, name = env_id.partition("/")
     return name if namespace == GYMNASIUM_NAMESPACE and name else env_id
-
-
-class EnvStateError(Error, RuntimeError):
-    """``step`` called at the wrong time (before ``reset``, or twice in one episode)."""
 
 
 class FrozenRows(Sequence[Task]):
@@ -88,11 +89,11 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
 
     def __init__(self, *, prompt_format: PromptFormat = "chat", system_prompt: str | None = None) -> None:
         if prompt_format not in ("chat", "text"):
-            raise InvalidArgument(f"prompt_format must be 'chat' or 'text', got {prompt_format!r}")
+            raise InvalidArgumentError(f"prompt_format must be 'chat' or 'text', got {prompt_format!r}")
         if system_prompt is not None and not isinstance(system_prompt, str):
-            raise InvalidType(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
+            raise InvalidTypeError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
         if not self.splits:
-            raise InvalidArgument(f"{type(self).__name__}.splits is empty: an env needs at least one split")
+            raise InvalidArgumentError(f"{type(self).__name__}.splits is empty: an env needs at least one split")
         self.prompt_format: PromptFormat = prompt_format
         self.system_prompt = system_prompt if system_prompt is not None else self.default_system_prompt
         self.observation_space = ChatMessages() if prompt_format == "chat" else AnyText()
@@ -143,13 +144,13 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
         """The tasks of ``split`` (validated name; loaded once). Rows are read-only
         (:class:`rlvr_gym.verifiers.FrozenDict`): editing one raises instead of changing the answer key."""
         if split not in self.splits:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"unknown split {split!r} for {type(self).__name__}; splits are {list(self.splits)}"
             )
         if split not in self._tasks:
             loaded = self.load_tasks(split)
             if len(loaded) == 0:
-                raise InvalidArgument(f"{type(self).__name__} split {split!r} has no tasks")
+                raise InvalidArgumentError(f"{type(self).__name__} split {split!r} has no tasks")
             self._tasks[split] = freeze_rows(loaded)
         return self._tasks[split]
 
@@ -189,14 +190,14 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
         split = options.pop("split", self.splits[0])
         index = options.pop("index", None)
         if options:
-            raise InvalidArgument(f"unknown reset options {sorted(options)}; known: 'index', 'split'")
+            raise InvalidArgumentError(f"unknown reset options {sorted(options)}; known: 'index', 'split'")
         tasks = self.tasks(split)
         if index is None:
             index = int(self.np_random.integers(len(tasks)))
         elif isinstance(index, bool) or not isinstance(index, int):
-            raise InvalidType(f"options['index'] must be an int, got {type(index).__name__}")
+            raise InvalidTypeError(f"options['index'] must be an int, got {type(index).__name__}")
         elif not 0 <= index < len(tasks):
-            raise OutOfRange(
+            raise OutOfRangeError(
                 f"options['index']={index} is out of range for split {split!r} ({len(tasks)} tasks)"
             )
         task = tasks[index]

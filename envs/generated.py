@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, overload
 
-from rlvr_gym.error import OutOfRange
+from rlvr_gym.error import OutOfRangeError
 
 
 class GeneratedTasks(Sequence[dict[str, Any]]):
@@ -35,5 +35,5 @@ class GeneratedTasks(Sequence[dict[str, Any]]):
         if index < 0:
             index += self.size
         if not 0 <= index < self.size:
-            raise OutOfRange(f"task index {index} out of range ({self.size} tasks)")
+            raise OutOfRangeError(f"task index {index} out of range ({self.size} tasks)")
         return self.task(index)

@@ -15,7 +15,7 @@ from typing import Any
 
 from rlvr_gym.envs.data import load_rows, parse_rows
 from rlvr_gym.envs.env import SingleTurnEnv
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import Rubric, SingleAnswer, Task
 from rlvr_gym.verifiers.format import TagFormat
 from rlvr_gym.verifiers.math import MathVerifier, fast_number, normalize
@@ -32,7 +32,7 @@ def parse_row(row: dict[str, Any]) -> dict[str, Any]:
     """A GSM8K row as a task: the question, the final number, and the worked solution."""
     solution, marker, final = str(row["answer"]).rpartition("####")
     if not marker:
-        raise InvalidArgument(f"GSM8K row has no '#### answer' line: {row['answer']!r:.80}")
+        raise InvalidArgumentError(f"GSM8K row has no '#### answer' line: {row['answer']!r:.80}")
     return {
         "question": str(row["question"]),
         "answer": final.strip().replace(",", ""),

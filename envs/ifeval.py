@@ -24,7 +24,7 @@ from typing import Any
 
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
-from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
 from rlvr_gym.verifiers import Rubric, Task
 from rlvr_gym.verifiers.ifeval import InstructionsFollowed
 from rlvr_gym.verifiers.instruction_shaping import CAPITALS, PLACEHOLDERS, shape_response
@@ -224,7 +224,7 @@ def describe(family: str, kw: dict[str, Any]) -> str:
             )
         case "punctuation:no_comma":
             return "In your entire response, refrain from the use of any commas."
-    raise InvalidArgument(f"no description for instruction {family!r}")
+    raise InvalidArgumentError(f"no description for instruction {family!r}")
 
 
 def build_response(base: dict[str, Any], instructions: list[dict[str, Any]]) -> str:
@@ -289,7 +289,7 @@ def generate_task(
             check(i["id"], i["kwargs"], response, base["prompt"]) for i in instructions
         ):
             return {**task, "response": response}
-    raise InvalidArgument(
+    raise InvalidArgumentError(
         f"ifeval could not build a task at {split}[{index}] (seed {seed})"
     )  # pragma: no cover
 
@@ -326,20 +326,20 @@ class IFEvalEnv(SingleTurnEnv):
         require_packages()
         super().__init__(**env_options)
         if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InvalidType(f"seed must be an int, got {type(seed).__name__}")
+            raise InvalidTypeError(f"seed must be an int, got {type(seed).__name__}")
         for name, value in (("train_size", train_size), ("test_size", test_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgument(f"{name} must be an integer >= 1, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
         if not (isinstance(min_instructions, int) and isinstance(max_instructions, int)) or not (
             1 <= min_instructions <= max_instructions <= 4
         ):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"need 1 <= min_instructions <= max_instructions <= 4, got {min_instructions!r}, {max_instructions!r}"
             )
         chosen = tuple(FAMILIES if families is None else families)
         unknown = sorted(set(chosen) - set(FAMILIES))
         if unknown or (not chosen and max_instructions > 1):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"unknown or no instruction families {unknown}; posed families: {list(FAMILIES)}"
             )
         self.params = {

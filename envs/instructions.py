@@ -9,7 +9,7 @@ instruction checked once (an id listed twice is checked twice), with its ``kwarg
 
 Every row is checked when the split loads: a missing column, an unknown instruction id, a
 ``kwargs`` list of the wrong length or an instruction missing a keyword it needs is a
-:class:`~rlvr_gym.envs.data.BadDataRow` naming ``file:line``.
+:class:`~rlvr_gym.envs.data.BadDataRowError` naming ``file:line``.
 
 The training reward is IFEval's strict prompt-level score (1.0 when every instruction is
 followed) plus half the strict instruction-level share; the loose scores ride along at weight 0.
@@ -30,7 +30,7 @@ from rlvr_gym.envs.data import data_dir, parse_rows, read_jsonl
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.ifeval_responses import compose
 from rlvr_gym.envs.tables import read_table
-from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
 from rlvr_gym.verifiers import Rubric, Task
 from rlvr_gym.verifiers.ifeval import InstructionsFollowed, ifeval_kwargs
 from rlvr_gym.verifiers.instructions import CHECKS, check, require_packages
@@ -182,28 +182,28 @@ def topic_words(prompt: str) -> list[str]:
 
 def _instructions(ids: Any, kwargs: Any) -> list[dict[str, Any]]:
     if isinstance(ids, str) or not isinstance(ids, Sequence) or not ids:
-        raise InvalidArgument(f"instruction ids must be a non-empty list, got {ids!r:.80}")
+        raise InvalidArgumentError(f"instruction ids must be a non-empty list, got {ids!r:.80}")
     if kwargs is None:
         kwargs = [{}] * len(ids)
     if isinstance(kwargs, Mapping) or not isinstance(kwargs, Sequence) or len(kwargs) != len(ids):
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             f"kwargs must be a list of {len(ids)} dicts (one per instruction), got {kwargs!r:.80}"
         )
     out = []
     for name, kw in zip(ids, kwargs, strict=True):
         if name not in CHECKS:
-            raise InvalidArgument(f"unknown instruction id {name!r}")
+            raise InvalidArgumentError(f"unknown instruction id {name!r}")
         if kw is not None and not isinstance(kw, Mapping):
-            raise InvalidArgument(f"kwargs of {name!r} must be a dict, got {kw!r:.80}")
+            raise InvalidArgumentError(f"kwargs of {name!r} must be a dict, got {kw!r:.80}")
         given = ifeval_kwargs(kw)
         try:
             check(name, given, PROBE, "")
         except KeyError as exc:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"instruction {name!r} needs the keyword {exc.args[0]!r}; has {sorted(given)}"
             ) from None
         except (TypeError, ValueError) as exc:
-            raise InvalidArgument(f"instruction {name!r} has unusable kwargs {given}: {exc}") from None
+            raise InvalidArgumentError(f"instruction {name!r} has unusable kwargs {given}: {exc}") from None
         out.append({"id": name, "kwargs": given})
     return out
 
@@ -235,12 +235,12 @@ class InstructionsEnv(SingleTurnEnv):
             ("kwargs", kwargs),
         ):
             if not isinstance(value, str) or not value:
-                raise InvalidType(f"{name} must be a non-empty string, got {value!r}")
+                raise InvalidTypeError(f"{name} must be a non-empty string, got {value!r}")
         self.splits = (split,)
         super().__init__(**env_options)
         self.data, self.config = data, config
         if not isinstance(substance_gate, bool):
-            raise InvalidType(f"substance_gate must be a bool, got {substance_gate!r}")
+            raise InvalidTypeError(f"substance_gate must be a bool, got {substance_gate!r}")
         self.columns = {
             "prompt": prompt,
             "instruction_ids": instruction_ids,
@@ -276,7 +276,7 @@ class InstructionsEnv(SingleTurnEnv):
         c = self.columns
         text = row[c["prompt"]]
         if not isinstance(text, str) or not text.strip():
-            raise InvalidArgument(f"{c['prompt']!r} must be a non-empty string, got {text!r:.80}")
+            raise InvalidArgumentError(f"{c['prompt']!r} must be a non-empty string, got {text!r:.80}")
         kwargs = row.get(c["kwargs"])
         task: dict[str, Any] = {
             "prompt": text,

@@ -22,18 +22,16 @@ from collections.abc import Callable, Mapping
 from types import NoneType, UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import (
+    KnobTypeError,  # noqa: F401 - defined with the whole tree
+)
 
 TRUE = frozenset({"true", "yes", "on", "1"})
 FALSE = frozenset({"false", "no", "off", "0"})
 SCALARS = (bool, int, float, str)
 
 
-class KnobTypeError(InvalidArgument, TypeError):
-    """A knob's value does not convert to the type its annotation names."""
-
-
-class NotConvertible(Exception):
+class _NotConvertible(Exception):
     """:func:`convert`: this value is not one of this type (:func:`typed_kwargs` words it for users)."""
 
 
@@ -75,7 +73,7 @@ def typed_kwargs(factory: Callable[..., Any], kwargs: Mapping[str, Any], env_id:
             continue
         try:
             typed[name] = convert(value, hint)
-        except NotConvertible:
+        except _NotConvertible:
             raise KnobTypeError(
                 f"env {env_id!r}: knob {name}={value!r} is not {describe(hint)}"
                 f"{' (true or false)' if _is(hint, bool) else ''}"
@@ -102,7 +100,7 @@ def _handled(hint: Any) -> bool:
 
 
 def convert(value: Any, hint: Any) -> Any:
-    """``value`` as the type ``hint`` names; raises ``NotConvertible`` when it is not one."""
+    """``value`` as the type ``hint`` names; raises ``_NotConvertible`` when it is not one."""
     if not _handled(hint):
         return value
     if get_origin(hint) is Literal:
@@ -115,13 +113,13 @@ def convert(value: Any, hint: Any) -> Any:
         for arg in args:
             try:
                 return convert(value, arg)
-            except NotConvertible:
+            except _NotConvertible:
                 continue
-        raise NotConvertible
+        raise _NotConvertible
     if hint is NoneType:
         if value is None or isinstance(value, str) and value.strip().lower() in ("none", "null"):
             return None
-        raise NotConvertible
+        raise _NotConvertible
     return _scalar(value, hint)
 
 
@@ -156,7 +154,7 @@ def _scalar(value: Any, kind: type) -> Any:
                 return float(value.strip())
             except ValueError:
                 pass
-    raise NotConvertible
+    raise _NotConvertible
 
 
 def _literal(value: Any, choices: tuple[Any, ...]) -> Any:
@@ -167,9 +165,9 @@ def _literal(value: Any, choices: tuple[Any, ...]) -> Any:
         try:
             if _scalar(value, type(choice)) == choice:
                 return choice
-        except NotConvertible:
+        except _NotConvertible:
             continue
-    raise NotConvertible
+    raise _NotConvertible
 
 
 def describe(hint: Any) -> str:
@@ -183,4 +181,4 @@ def describe(hint: Any) -> str:
     return words.get(hint, getattr(hint, "__name__", str(hint)))
 
 
-__all__ = ["KnobTypeError", "NotConvertible", "convert", "describe", "knob_hints", "typed_kwargs"]
+__all__ = ["KnobTypeError", "_NotConvertible", "convert", "describe", "knob_hints", "typed_kwargs"]

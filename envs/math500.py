@@ -27,7 +27,7 @@ SYSTEM_PROMPT = (
 def distinct_answers(first: str, second: str) -> bool:
     """Cheaply, certainly different answers (for picking a wrong answer from another problem).
 
-    Different normalised strings, also after dropping an ``x=`` prefix, and not the same number.
+    Different normalized strings, also after dropping an ``x=`` prefix, and not the same number.
     """
     a, b = (re.sub(r"^[a-zA-Z]=", "", normalize(s)) for s in (first, second))
     if a == b:

@@ -31,7 +31,7 @@ from typing import Any
 from rlvr_gym.envs.code_env import CodeEnv, code_question, fenced
 from rlvr_gym.envs.data import DATA_DIR_ENV, DataUnavailableError, data_dir, load_hub, parse_rows, read_jsonl
 from rlvr_gym.envs.tables import read_table
-from rlvr_gym.error import InvalidType
+from rlvr_gym.error import InvalidTypeError
 from rlvr_gym.verifiers import Task
 
 FIXTURE_PATH = Path(__file__).resolve().parent / "data" / "mbpp_fixture.jsonl"
@@ -101,7 +101,7 @@ class MbppEnv(CodeEnv):
     ) -> None:
         for name, value in (("sanitized", sanitized), ("challenge_tests", challenge_tests)):
             if not isinstance(value, bool):
-                raise InvalidType(f"{name} must be a bool, got {value!r}")
+                raise InvalidTypeError(f"{name} must be a bool, got {value!r}")
         super().__init__(**options)
         self.data_path, self.sanitized, self.challenge_tests = data_path, sanitized, challenge_tests
 

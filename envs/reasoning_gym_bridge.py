@@ -35,10 +35,10 @@ from typing import Any
 
 from rlvr_gym.envs.env import PromptFormat, SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
-from rlvr_gym.error import InvalidArgument, InvalidType, NotAvailable
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError, NotAvailableError
 from rlvr_gym.verifiers import Reason, Rubric, SingleAnswer, Task, Verdict
 from rlvr_gym.verifiers.answer_types import typed_match
-from rlvr_gym.verifiers.math.budget import RunFailed, Worker, _Process
+from rlvr_gym.verifiers.math.budget import RunFailedError, Worker, _Process
 
 VERSION = "0.1.25"
 NAMESPACE = "reasoning_gym"
@@ -142,7 +142,7 @@ def _reasoning_gym() -> Any:
     try:
         import reasoning_gym
     except ImportError:
-        raise NotAvailable(
+        raise NotAvailableError(
             f"the reasoning_gym/* envs need reasoning-gym=={VERSION}: pip install 'rlvr-gym[reasoning-gym]'"
         ) from None
     return reasoning_gym
@@ -240,8 +240,8 @@ class ReasoningGymScore:
         worker = _use(id(self))
         try:
             worker.start()  # reasoning-gym's import takes seconds: never charge it to an answer's budget
-        except RunFailed as exc:
-            raise NotAvailable(f"reasoning-gym's scoring worker did not start: {exc}") from None
+        except RunFailedError as exc:
+            raise NotAvailableError(f"reasoning-gym's scoring worker did not start: {exc}") from None
         return worker.call(
             self.name, self.config_json, self.seed, self.size, index, answer, timeout=self.timeout
         )
@@ -288,33 +288,33 @@ class ReasoningGymEnv(SingleTurnEnv):
             system_prompt = rg.utils.SYSTEM_PROMPTS["default"]
         super().__init__(prompt_format=prompt_format, system_prompt=system_prompt)
         if dataset not in rg.factory.DATASETS:
-            raise InvalidArgument(f"reasoning-gym has no dataset {dataset!r}")
+            raise InvalidArgumentError(f"reasoning-gym has no dataset {dataset!r}")
         if hardened and dataset in cannot_check(hardened=True):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"{env_id(dataset)} cannot be checked, so hardened=True refuses it: "
                 f"{cannot_check(hardened=True)[dataset]}"
             )
         if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InvalidType(f"seed must be an int, got {type(seed).__name__}")
+            raise InvalidTypeError(f"seed must be an int, got {type(seed).__name__}")
         for name, value in (("train_size", train_size), ("test_size", test_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgument(f"{name} must be an integer >= 1, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
         if (
             isinstance(score_timeout, bool)
             or not isinstance(score_timeout, int | float)
             or not score_timeout > 0
         ):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"score_timeout must be a positive number of seconds, got {score_timeout!r}"
             )
         fields = {f.name for f in dataclasses.fields(rg.factory.DATASETS[dataset][1])} - {"seed", "size"}
         unknown = sorted(set(config) - fields)
         if unknown:
-            raise InvalidArgument(f"{env_id(dataset)} has no knob(s) {unknown}; its knobs: {sorted(fields)}")
+            raise InvalidArgumentError(f"{env_id(dataset)} has no knob(s) {unknown}; its knobs: {sorted(fields)}")
         try:
             json.dumps(config)
         except TypeError as exc:
-            raise InvalidType(
+            raise InvalidTypeError(
                 f"reasoning-gym knobs must be JSON values (lists, numbers, text): {exc}"
             ) from None
         self.dataset_name, self.config, self.seed = dataset, dict(config), seed
@@ -343,7 +343,7 @@ class ReasoningGymEnv(SingleTurnEnv):
                     self.dataset_name, seed=self.seed, size=size, **self.config
                 )
             except (ValueError, TypeError, AssertionError) as exc:
-                raise InvalidArgument(
+                raise InvalidArgumentError(
                     f"{env_id(self.dataset_name)}: bad knobs {self.config}: {exc}"
                 ) from None
         return self._dataset

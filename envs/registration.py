@@ -29,32 +29,19 @@ from gymnasium.envs.registration import registry as gym_registry
 
 from rlvr_gym.envs.env import GYMNASIUM_NAMESPACE, SingleTurnEnv, registry_id
 from rlvr_gym.envs.knobs import typed_kwargs
-from rlvr_gym.error import Error
+from rlvr_gym.error import (  # noqa: F401 - defined with the whole tree
+    DuplicateEnvError,
+    EnvArgumentError,
+    Error,
+    InvalidEnvIdError,
+    RegistryError,
+    UnknownEnvError,
+)
 
 logger = logging.getLogger("rlvr_gym.envs")
 
 ENTRY_POINT_GROUP = "rlvr_gym.envs"
 EnvFactory = Callable[..., SingleTurnEnv]
-
-
-class RegistryError(Error):
-    """Base class of registry errors; the message says what to do."""
-
-
-class UnknownEnvError(RegistryError, LookupError):
-    """No env has this id."""
-
-
-class DuplicateEnvError(RegistryError, ValueError):
-    """An env with this id is already registered."""
-
-
-class InvalidEnvIdError(RegistryError, ValueError):
-    """The id does not follow ``[namespace/]name[-vN]``."""
-
-
-class EnvArgumentError(RegistryError, TypeError):
-    """A keyword argument the env does not take."""
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 ROLES = ("system", "user", "assistant")
 TOOL_ROLES = (*ROLES, "tool")
@@ -25,7 +25,7 @@ class AnyText(spaces.Space[str]):
 
     def __init__(self, max_length: int | None = None, seed: int | None = None) -> None:
         if max_length is not None and max_length < 1:
-            raise InvalidArgument(f"max_length must be >= 1 or None, got {max_length}")
+            raise InvalidArgumentError(f"max_length must be >= 1 or None, got {max_length}")
         self.max_length = max_length
         super().__init__(shape=None, dtype=None, seed=seed)
 

@@ -12,8 +12,15 @@ import json
 import os
 from pathlib import Path
 
-from rlvr_gym.envs.data import BadDataRow, DataRow, DataUnavailableError, load_hub, located_row, read_jsonl
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.envs.data import (
+    BadDataRowError,
+    DataRow,
+    DataUnavailableError,
+    load_hub,
+    located_row,
+    read_jsonl,
+)
+from rlvr_gym.error import InvalidArgumentError
 
 FORMATS = (".jsonl", ".jsonl.gz", ".json", ".csv", ".parquet")
 """File endings :func:`read_table` reads."""
@@ -29,17 +36,17 @@ def read_json(path: Path) -> list[DataRow]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
-        raise BadDataRow(f"{path}: not UTF-8 text ({exc.reason})") from None
+        raise BadDataRowError(f"{path}: not UTF-8 text ({exc.reason})") from None
     except json.JSONDecodeError as exc:
-        raise BadDataRow(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+        raise BadDataRowError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
     if isinstance(value, dict):
         value = next((value[k] for k in ("rows", "data") if isinstance(value.get(k), list)), value)
     if not isinstance(value, list):
-        raise BadDataRow(f"{path}: expected a JSON list of objects, got {type(value).__name__}")
+        raise BadDataRowError(f"{path}: expected a JSON list of objects, got {type(value).__name__}")
     rows = []
     for index, item in enumerate(value):
         if not isinstance(item, dict):
-            raise BadDataRow(f"{path}[{index}]: expected a JSON object, got {type(item).__name__}")
+            raise BadDataRowError(f"{path}[{index}]: expected a JSON object, got {type(item).__name__}")
         rows.append(located_row(item, f"{path}[{index}]"))
     return rows
 
@@ -53,13 +60,13 @@ def read_csv(path: Path) -> list[DataRow]:
             start = 2
             for record in reader:
                 if None in record:  # more fields than the header names
-                    raise BadDataRow(f"{path}:{start}: more fields than the header's {reader.fieldnames}")
+                    raise BadDataRowError(f"{path}:{start}: more fields than the header's {reader.fieldnames}")
                 rows.append(located_row(dict(record), f"{path}:{start}"))
                 start = reader.line_num + 1
     except UnicodeDecodeError as exc:
-        raise BadDataRow(f"{path}: not UTF-8 text ({exc.reason})") from None
+        raise BadDataRowError(f"{path}: not UTF-8 text ({exc.reason})") from None
     except csv.Error as exc:
-        raise BadDataRow(f"{path}: not CSV ({exc})") from None
+        raise BadDataRowError(f"{path}: not CSV ({exc})") from None
     return rows
 
 
@@ -72,7 +79,7 @@ def read_parquet(path: Path) -> list[DataRow]:
     try:
         table = pq.read_table(path)
     except Exception as exc:  # pyarrow's own errors: a file that is not Parquet
-        raise BadDataRow(f"{path}: not a Parquet file ({exc})") from None
+        raise BadDataRowError(f"{path}: not a Parquet file ({exc})") from None
     return [located_row(record, f"{path} row {i}") for i, record in enumerate(table.to_pylist())]
 
 
@@ -82,7 +89,7 @@ def read_table(
     """The rows of ``data``: a local file (by its ending) or, when no such file exists and it
     looks like ``org/name``, that hub dataset's ``split`` (through ``datasets``)."""
     if not isinstance(data, str | os.PathLike):
-        raise InvalidArgument(f"data must be a file path or a hub id ('org/name'), got {data!r}")
+        raise InvalidArgumentError(f"data must be a file path or a hub id ('org/name'), got {data!r}")
     path = Path(data).expanduser()
     if path.is_file():
         suffix = _suffix(path)
@@ -94,10 +101,10 @@ def read_table(
             return read_csv(path)
         if suffix == ".parquet":
             return read_parquet(path)
-        raise InvalidArgument(f"{path}: unknown file type; data files end in {', '.join(FORMATS)}")
+        raise InvalidArgumentError(f"{path}: unknown file type; data files end in {', '.join(FORMATS)}")
     text = str(data)
     if path.exists():
-        raise InvalidArgument(f"data={text!r} is a folder; name a file ({', '.join(FORMATS)})")
+        raise InvalidArgumentError(f"data={text!r} is a folder; name a file ({', '.join(FORMATS)})")
     if text.count("/") == 1 and not text.startswith((".", "/", "~")) and _suffix(path) not in FORMATS:
         return load_hub(text, config, split)
     raise DataUnavailableError(f"no data file {text!r} (and it is not a hub id 'org/name')")

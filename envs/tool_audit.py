@@ -204,7 +204,7 @@ def _message_of(calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def _code(reference: str) -> str:
     """The program of a fenced reference completion."""
     # imported here: `rlvr_gym.verifiers.code` loads the sandbox and RestrictedPython, which
-    # `import rlvr_gym.trainers` must not (tests/test_packaging.py)
+    # `import rlvr_gym.trainers` must not (tests/project/test_packaging.py)
     from rlvr_gym.verifiers.code.extract import extract_code
 
     return extract_code(reference) or reference

@@ -34,7 +34,7 @@ from typing import Any, ClassVar, TypeVar
 
 from rlvr_gym.envs.env import EnvStateError, Observation, SingleTurnEnv
 from rlvr_gym.envs.spaces import ChatMessages
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import Reason, Task, Verdict, completion_text
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -163,14 +163,14 @@ class MultiTurnEnv(SingleTurnEnv):
     ) -> None:
         super().__init__(**env_options)
         if self.prompt_format != "chat":
-            raise InvalidArgument(f"{type(self).__name__} is a chat env: prompt_format must be 'chat'")
+            raise InvalidArgumentError(f"{type(self).__name__} is a chat env: prompt_format must be 'chat'")
         turns = self.default_max_turns if max_turns is None else max_turns
         if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
-            raise InvalidArgument(f"max_turns must be an integer >= 1, got {max_turns!r}")
+            raise InvalidArgumentError(f"max_turns must be an integer >= 1, got {max_turns!r}")
         self.max_turns = turns
         budget = self.default_episode_time_s if episode_time_s is None else episode_time_s
         if isinstance(budget, bool) or not isinstance(budget, int | float) or not 0 < budget < float("inf"):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"episode_time_s must be a positive number of seconds, got {episode_time_s!r}"
             )
         self.episode_time_s = float(budget)

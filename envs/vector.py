@@ -7,7 +7,7 @@ from typing import Any, Literal
 import gymnasium
 
 from rlvr_gym.envs.registration import gymnasium_id, spec
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 
 def make_vec(
@@ -25,9 +25,9 @@ def make_vec(
     Batched observations and actions are tuples of ``num_envs`` items.
     """
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-        raise InvalidArgument(f"num_envs must be an int >= 1, got {num_envs!r}")
+        raise InvalidArgumentError(f"num_envs must be an int >= 1, got {num_envs!r}")
     if vectorization_mode not in ("sync", "async"):
-        raise InvalidArgument(f"vectorization_mode must be 'sync' or 'async', got {vectorization_mode!r}")
+        raise InvalidArgumentError(f"vectorization_mode must be 'sync' or 'async', got {vectorization_mode!r}")
     resolved = spec(id)
     options = dict(vector_kwargs or {})
     if vectorization_mode == "async":

@@ -30,7 +30,7 @@ _LAZY: dict[str, str] = {
     "check_env": "rlvr_gym.envs",
     "audit": "rlvr_gym.envs.audit",
     "AuditReport": "rlvr_gym.envs.audit",
-    "AuditFailed": "rlvr_gym.envs.audit",
+    "AuditFailedError": "rlvr_gym.envs.audit",
     "SingleTurnEnv": "rlvr_gym.envs",
     "Verdict": "rlvr_gym.verifiers.verdict",
     "Reason": "rlvr_gym.verifiers.verdict",
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from rlvr_gym.backends import trl_adapter
     from rlvr_gym.backends.config import LoraSettings, RunConfig
     from rlvr_gym.envs import SingleTurnEnv, check_env, make, make_vec, register, registry, spec
-    from rlvr_gym.envs.audit import AuditFailed, AuditReport, audit
+    from rlvr_gym.envs.audit import AuditFailedError, AuditReport, audit
     from rlvr_gym.trainers.eval_config import EvalConfig
     from rlvr_gym.trainers.evaluate import evaluate
     from rlvr_gym.trainers.train import train
@@ -76,7 +76,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "AuditFailed",
+    "AuditFailedError",
     "AuditReport",
     "Error",
     "EvalConfig",

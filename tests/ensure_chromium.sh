@@ -1,5 +1,5 @@
 #!/bin/sh
-# Headless Chromium for the report render test (tests/test_report.py). Installed with apt-get
+# Headless Chromium for the report render test (tests/trainers/test_report.py). Installed with apt-get
 # when it is missing and this shell can (root on Debian/Ubuntu); otherwise say why and go on:
 # the render test then skips with that reason. Never fails the test command by itself.
 for name in chromium chromium-browser google-chrome; do

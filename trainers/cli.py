@@ -18,7 +18,10 @@ from typing import Any
 from rlvr_gym import backends, envs
 from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.backends.run_layout import METRICS_FILE, ROLLOUTS_FILE, SUMMARY_FILE
-from rlvr_gym.error import Error
+from rlvr_gym.error import (
+    CliError,  # noqa: F401 - defined with the whole tree
+    Error,
+)
 from rlvr_gym.trainers.eval_config import EvalConfig
 from rlvr_gym.trainers.evaluate import evaluate
 from rlvr_gym.trainers.flags import add_flags, flags_given, given, parse_env_args
@@ -30,10 +33,6 @@ EXIT_ERROR = 2
 OPENAI = "openai."
 """Namespace prefix of the ``--engine openai`` flags (made from :class:`OpenAISampler`'s parameters)."""
 EXIT_CHECK_FAILED = 1
-
-
-class CliError(Error):
-    """A user error: printed as one line, exit code 2."""
 
 
 def import_env_modules(names: Sequence[str]) -> list[str]:
@@ -353,7 +352,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Print the memory plan per backend for --model on this (or the described) hardware, and the pick."""
-    from rlvr_gym.backends.planning.choice import NoBackendFits, choose, render, workload_for
+    from rlvr_gym.backends.planning.choice import NoBackendFitsError, choose, render, workload_for
     from rlvr_gym.backends.planning.hardware import GIB, Hardware, detect
     from rlvr_gym.backends.planning.memory_plan import load_shape
 
@@ -370,7 +369,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"env: {env}")
     try:
         choice = choose(load_shape(config.model), hardware, workload_for(config))
-    except NoBackendFits as exc:
+    except NoBackendFitsError as exc:
         raise CliError(str(exc)) from exc
     print(render(choice))
     return 0

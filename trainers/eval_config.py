@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from rlvr_gym.backends.config import RunConfig, about
 from rlvr_gym.backends.scoring import Scoring, check_scoring
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 Engine = Literal["auto", "transformers", "vllm", "openai"]
 
@@ -30,7 +30,7 @@ def _run_field(name: str) -> dict[str, Any]:
 
 def _positive_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgument(f"{name} must be an integer >= 1, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class EvalConfig:
                 else None
             )
             if not k or any(isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= self.n for v in k):
-                raise InvalidArgument(f"k must be integers in [1, n={self.n}], got {self.k!r}")
+                raise InvalidArgumentError(f"k must be integers in [1, n={self.n}], got {self.k!r}")
             object.__setattr__(self, "k", k)
         if self.limit is not None:
             _positive_int("limit", self.limit)
@@ -98,14 +98,14 @@ class EvalConfig:
             not (isinstance(self.temperature, int | float) and math.isfinite(self.temperature))
             or self.temperature < 0
         ):
-            raise InvalidArgument(f"temperature must be a finite number >= 0, got {self.temperature!r}")
+            raise InvalidArgumentError(f"temperature must be a finite number >= 0, got {self.temperature!r}")
         if self.temperature == 0 and self.n > 1:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"temperature 0 is greedy decoding: its n={self.n} samples per task would all be the same; "
                 "use n=1 or a temperature > 0"
             )
         if self.engine not in Engine.__args__:
-            raise InvalidArgument(f"engine must be one of {Engine.__args__}, got {self.engine!r}")
+            raise InvalidArgumentError(f"engine must be one of {Engine.__args__}, got {self.engine!r}")
         check_scoring(self.scoring, self.ray_address)
 
     @property
@@ -126,9 +126,9 @@ class EvalConfig:
         """``config`` (default: all defaults) with ``settings`` on top; an unknown name is refused
         naming the known ones."""
         if config is not None and not isinstance(config, EvalConfig):
-            raise InvalidArgument(f"config must be an EvalConfig, got {type(config).__name__}")
+            raise InvalidArgumentError(f"config must be an EvalConfig, got {type(config).__name__}")
         known = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(settings) - set(known))
         if unknown:
-            raise InvalidArgument(f"unknown eval settings {unknown}; EvalConfig has {known}")
+            raise InvalidArgumentError(f"unknown eval settings {unknown}; EvalConfig has {known}")
         return dataclasses.replace(config, **settings) if config is not None else cls(**settings)

@@ -42,7 +42,7 @@ from rlvr_gym.backends.run_layout import EVAL_SETTINGS_FILE, ROLLOUTS_FILE, SUMM
 from rlvr_gym.backends.scoring import Scorer, make_scorer, scored_by
 from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
 from rlvr_gym.envs.env import Observation, unwrap
-from rlvr_gym.error import InvalidArgument, InvalidType, NotAvailable, RunFailed
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError, NotAvailableError, RunFailedError
 from rlvr_gym.trainers import run_dir
 from rlvr_gym.trainers.eval_config import EvalConfig
 from rlvr_gym.trainers.model_ref import check_model_reference
@@ -142,7 +142,7 @@ class VLLMSampler:
     def __init__(self, model: str | Path, *, max_new_tokens: int, temperature: float) -> None:
         ok, why = vllm_available()
         if not ok:
-            raise NotAvailable(f"cannot evaluate with vLLM here: {why}")
+            raise NotAvailableError(f"cannot evaluate with vLLM here: {why}")
         from vllm import LLM
 
         self.llm = LLM(model=str(model))
@@ -165,7 +165,7 @@ def make_sampler(
 ) -> Sampler:
     """``auto``: vLLM where it can run, else transformers. ``vllm`` elsewhere is refused."""
     if engine not in ENGINES:
-        raise InvalidArgument(f"unknown engine {engine!r}; choose from {list(ENGINES)}")
+        raise InvalidArgumentError(f"unknown engine {engine!r}; choose from {list(ENGINES)}")
     if engine == "vllm" or (engine == "auto" and vllm_available()[0]):
         return VLLMSampler(model, max_new_tokens=max_new_tokens, temperature=temperature)
     return TransformersSampler(model, max_new_tokens=max_new_tokens, temperature=temperature)
@@ -239,7 +239,7 @@ def tool_summary(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
 def summarise(rows: Sequence[dict[str, Any]], n: int, ks: Sequence[int]) -> dict[str, Any]:
     """Accuracy, pass@k, mean reward (total and per component) and reason counts of ``rows``."""
     if not rows:
-        raise InvalidArgument("no rollouts to summarise")
+        raise InvalidArgumentError("no rollouts to summarise")
     per_task: dict[tuple[str, int], list[bool]] = {}
     for row in rows:
         per_task.setdefault((row["split"], row["index"]), []).append(bool(row["verdict"]["passed"]))
@@ -282,7 +282,7 @@ def _check_settings(output_dir: Path, settings: dict[str, Any], *, write: bool) 
         before = json.loads(path.read_text())
         changed = sorted(k for k in settings if before.get(k) != settings[k])
         if changed:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"{output_dir} holds an eval with other settings ({', '.join(changed)} differ); "
                 "use another output dir or fresh=True (--fresh)"
             )
@@ -316,7 +316,7 @@ def evaluate(
     config = EvalConfig.of(config, **settings)
     if sampler is None:
         if config.engine == "openai":
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 "engine 'openai' needs its sampler: evaluate(..., sampler=OpenAISampler(base_url, model))"
             )
         model = run_dir.model_of_run(model)
@@ -384,13 +384,13 @@ def _env_to_score(
     env_obj = unwrap(env)
     if env_obj is None:
         if env is not None and not isinstance(env, str):
-            raise InvalidType(f"env must be an rlvr_gym env, an env id or None, got {type(env).__name__}")
+            raise InvalidTypeError(f"env must be an rlvr_gym env, an env id or None, got {type(env).__name__}")
         chosen = run_dir.eval_env(model, env, {})
         if chosen.note:
             announce(chosen.note)
         env_obj = envs.make(chosen.env_id, **chosen.env_kwargs)
     if isinstance(env_obj, MultiTurnEnv) and config.scoring != "local":
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             f"{env_obj.id} is a tool env: its episodes are scored as they are played (scoring='local')"
         )
     return env_obj
@@ -489,7 +489,7 @@ def _score_chunk(
         completions = sampler.sample(prompt, config.n, task_seed(config.seed, split, index))
         session.generate_s += time.perf_counter() - t0
         if len(completions) != config.n:
-            raise RunFailed(f"sampler returned {len(completions)} completions, expected {config.n}")
+            raise RunFailedError(f"sampler returned {len(completions)} completions, expected {config.n}")
         pending += [(index, sample, prompt, completions[sample]) for sample in samples]
     t0 = time.perf_counter()
     verdicts = verify_batch([c for *_, c in pending], [tasks[i] for i, *_ in pending])

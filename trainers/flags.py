@@ -23,7 +23,7 @@ import typing
 from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 
 def parse_env_args(pairs: Sequence[str]) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def parse_env_args(pairs: Sequence[str]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key.isidentifier():
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"--env-arg expects key=value with a Python identifier as key, got {pair!r}"
             )
         try:

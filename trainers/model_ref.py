@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from rlvr_gym.envs.data import hub_offline, hub_unreachable
-from rlvr_gym.error import MissingPath, NotAvailable
+from rlvr_gym.error import MissingPathError, NotAvailableError
 
 
 def check_model_reference(model: str | Path) -> None:
-    """Raise :class:`MissingPath` when ``model`` names a local folder that is not there.
+    """Raise :class:`MissingPathError` when ``model`` names a local folder that is not there.
 
     A Hugging Face hub id is ``name`` or ``org/name``; anything absolute, relative (``./``,
     ``../``, ``~``) or with more than one ``/`` can only be a path, and so is ``runs/typo`` when
@@ -21,14 +21,14 @@ def check_model_reference(model: str | Path) -> None:
     path = Path(text).expanduser()
     if path.exists():
         if path.is_dir() and not (path / "config.json").is_file():
-            raise MissingPath(
+            raise MissingPathError(
                 f"model folder {text} has no config.json (is it a model saved by transformers?)"
             )
         return
     if isinstance(model, Path) or text.startswith(("/", ".", "~")) or text.count("/") > 1:
-        raise MissingPath(f"model {text!r}: no such folder (and not a Hugging Face hub id like org/name)")
+        raise MissingPathError(f"model {text!r}: no such folder (and not a Hugging Face hub id like org/name)")
     if "/" in text and path.parent.is_dir():  # runs/typo: shaped like org/name, but runs/ is right here
-        raise MissingPath(f"model {text!r}: no such folder in {path.parent}/{_near(path)}")
+        raise MissingPathError(f"model {text!r}: no such folder in {path.parent}/{_near(path)}")
     check_hub_model(text)
 
 
@@ -45,7 +45,7 @@ def _near(path: Path) -> str:
 
 
 def check_hub_model(repo_id: str) -> None:
-    """Raise :class:`NotAvailable` at once when hub id ``repo_id`` cannot be had here.
+    """Raise :class:`NotAvailableError` at once when hub id ``repo_id`` cannot be had here.
 
     Offline (``HF_HUB_OFFLINE``) a model loads only from the local cache; with no route to the
     hub the clients would retry for about a minute, then fail with a traceback, after the run
@@ -54,7 +54,7 @@ def check_hub_model(repo_id: str) -> None:
     cached = _cached(repo_id)
     if hub_offline():
         if not cached:
-            raise NotAvailable(
+            raise NotAvailableError(
                 f"model {repo_id!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; "
                 "download it where the hub is reachable, or pass a local model folder"
             )
@@ -66,7 +66,7 @@ def check_hub_model(repo_id: str) -> None:
             if cached
             else "download it where the hub is reachable, or pass a local model folder"
         )
-        raise NotAvailable(f"model {repo_id!r}: the Hugging Face hub is unreachable ({unreachable}); {hint}")
+        raise NotAvailableError(f"model {repo_id!r}: the Hugging Face hub is unreachable ({unreachable}); {hint}")
 
 
 def _cached(repo_id: str) -> bool:

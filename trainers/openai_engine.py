@@ -30,7 +30,7 @@ from typing import Annotated, Any
 
 from rlvr_gym.backends.config import about
 from rlvr_gym.envs.env import Observation
-from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
+from rlvr_gym.error import InvalidArgumentError, NotAvailableError, RunFailedError
 
 API_KEY_ENV = "OPENAI_API_KEY"
 
@@ -130,13 +130,13 @@ class OpenAISampler:
     ) -> None:
         ok, why = available()
         if not ok:
-            raise NotAvailable(why)
+            raise NotAvailableError(why)
         if not base_url.startswith(("http://", "https://")):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"--base-url must be an http(s) URL like http://127.0.0.1:8000/v1, got {base_url!r}"
             )
         if max_retries < 0 or timeout_s <= 0 or concurrency < 1:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"need max_retries >= 0, timeout_s > 0, concurrency >= 1; got {max_retries}, {timeout_s}, {concurrency}"
             )
         import openai
@@ -174,7 +174,7 @@ class OpenAISampler:
         except openai.APIStatusError as exc:
             raise _ServerSaid(exc.status_code, _message(exc)) from None
         except openai.APIConnectionError as exc:  # timeouts included, after the client's retries
-            raise RunFailed(f"openai engine: cannot reach {self.base_url} ({exc}) after retries") from None
+            raise RunFailedError(f"openai engine: cannot reach {self.base_url} ({exc}) after retries") from None
         return [_reply(choice.message) for choice in sorted(response.choices, key=lambda c: c.index)]
 
     def sample(
@@ -262,14 +262,14 @@ class _ServerSaid(Exception):
         self.status = status
         self.message = message
 
-    def failure(self, sampler: OpenAISampler) -> RunFailed:
+    def failure(self, sampler: OpenAISampler) -> RunFailedError:
         hint = {
             401: "check --api-key (or $OPENAI_API_KEY)",
             403: "check --api-key (or $OPENAI_API_KEY)",
             404: f"is {sampler.model!r} a model this server serves, and --base-url its /v1 root?",
             429: "rate limited even after the retries; lower --n or raise --max-retries",
         }.get(self.status, "see the server's log")
-        return RunFailed(
+        return RunFailedError(
             f"openai engine: {sampler.base_url} answered HTTP {self.status}: {self.message[:200]} ({hint})"
         )
 

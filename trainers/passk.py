@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -19,13 +19,13 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     """
     for name, value in (("n", n), ("c", c), ("k", k)):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
+            raise InvalidTypeError(f"{name} must be an int, got {type(value).__name__}")
     if n < 1 or k < 1:
-        raise InvalidArgument(f"n and k must be >= 1, got n={n}, k={k}")
+        raise InvalidArgumentError(f"n and k must be >= 1, got n={n}, k={k}")
     if not 0 <= c <= n:
-        raise InvalidArgument(f"c (correct samples) must lie in [0, n={n}], got {c}")
+        raise InvalidArgumentError(f"c (correct samples) must lie in [0, n={n}], got {c}")
     if k > n:
-        raise InvalidArgument(f"pass@{k} needs at least k samples per task, got n={n}")
+        raise InvalidArgumentError(f"pass@{k} needs at least k samples per task, got n={n}")
     if n - c < k:
         return 1.0
     failure = 1.0
@@ -38,5 +38,5 @@ def mean_pass_at_k(counts: Iterable[tuple[int, int]], k: int) -> float:
     """pass@k averaged over tasks, each given as ``(n samples, c correct)``."""
     values = [pass_at_k(n, c, k) for n, c in counts]
     if not values:
-        raise InvalidArgument("mean_pass_at_k needs at least one task")
+        raise InvalidArgumentError("mean_pass_at_k needs at least one task")
     return sum(values) / len(values)

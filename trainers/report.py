@@ -29,7 +29,7 @@ from rlvr_gym.backends.run_layout import (
     SUMMARY_FILE,
     TINY_MODEL_DIR,
 )
-from rlvr_gym.error import Error, InvalidArgument, MissingPath
+from rlvr_gym.error import Error, InvalidArgumentError, MissingPathError
 
 
 @dataclass
@@ -78,7 +78,7 @@ def make_plots(
     run_dir = Path(run_dir)
     rows = read_metrics(run_dir)
     if not rows:
-        raise MissingPath(f"no metrics in {run_dir / METRICS_FILE}: is {run_dir} a training run folder?")
+        raise MissingPathError(f"no metrics in {run_dir / METRICS_FILE}: is {run_dir} a training run folder?")
     weights = weights or {}
     out = run_dir / PLOTS_DIR
     out.mkdir(exist_ok=True)
@@ -485,9 +485,9 @@ def build_report(run_dir: str | Path, *, samples: int = 8) -> Report:
     """Write ``RUN_DIR/plots/*.png`` and ``RUN_DIR/report.html``; return their paths."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise MissingPath(f"run folder {run_dir} does not exist")
+        raise MissingPathError(f"run folder {run_dir} does not exist")
     if samples < 0:
-        raise InvalidArgument(f"samples must be >= 0, got {samples}")
+        raise InvalidArgumentError(f"samples must be >= 0, got {samples}")
     config = _read_json(run_dir / CONFIG_FILE)
     weights = component_weights(config)
     plots, missing = make_plots(run_dir, weights)

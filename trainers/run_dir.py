@@ -45,17 +45,17 @@ from rlvr_gym.backends.run_layout import (
     written_by_a_run,
 )
 from rlvr_gym.backends.trl import last_checkpoint
-from rlvr_gym.error import InvalidArgument, MissingPath
+from rlvr_gym.error import (
+    InvalidArgumentError,
+    MissingPathError,
+    RunFolderInUseError,  # noqa: F401 - defined with the whole tree
+)
 
 RUN_KEYS = frozenset({"env_id", "max_steps", "num_generations", "output_dir"})
 """Keys every saved ``RunConfig`` has: a ``config.json`` with them is a run's, not a model's."""
 
 
 State = Literal["fresh", "resumable", "finished", "stopped", "foreign"]
-
-
-class RunFolderInUse(InvalidArgument):
-    """``train`` was pointed at a folder holding a finished, stopped or foreign run."""
 
 
 @dataclass(frozen=True)
@@ -121,15 +121,15 @@ def prepare(folder: str | Path, *, resume: bool, overwrite: bool, max_steps: int
     """Check ``folder`` before a run loads anything; remove it first under ``overwrite``.
 
     Returns the folder's state (``checkpoint`` set when resuming). Raises
-    :class:`RunFolderInUse` (one line naming the way out) instead of mixing two runs, and
-    :class:`~rlvr_gym.error.MissingPath` when ``resume`` finds nothing to resume.
+    :class:`RunFolderInUseError` (one line naming the way out) instead of mixing two runs, and
+    :class:`~rlvr_gym.error.MissingPathError` when ``resume`` finds nothing to resume.
     """
     if resume and overwrite:
-        raise InvalidArgument("--resume and --overwrite contradict each other: pick one")
+        raise InvalidArgumentError("--resume and --overwrite contradict each other: pick one")
     run = inspect(folder)
     where = str(run.path)
     if run.state == "foreign":
-        raise RunFolderInUse(
+        raise RunFolderInUseError(
             f"{where} is not an rlvr-gym run folder (no run config.json) and is not empty; "
             "choose another --output-dir (--overwrite removes only run folders)"
         )
@@ -147,14 +147,14 @@ def prepare(folder: str | Path, *, resume: bool, overwrite: bool, max_steps: int
             )
             return run
         if run.checkpoint is None:
-            raise MissingPath(
+            raise MissingPathError(
                 f"--resume: no checkpoint-N in {where} ({run.state}); drop --resume to start a new run there"
                 if run.state == "fresh"
                 else f"--resume: no checkpoint-N in {where} ({run.state}); use --overwrite or another --output-dir"
             )
         step = run.checkpoint_step or 0
         if step >= max_steps:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"--resume: {where} already reached step {step} (max_steps {max_steps}); "
                 "raise --max-steps to train further"
             )
@@ -167,7 +167,7 @@ def prepare(folder: str | Path, *, resume: bool, overwrite: bool, max_steps: int
         "stopped": "holds a run that logged steps but left no checkpoint",
     }[run.state]
     options = "--resume to continue it, " if run.state == "resumable" else ""
-    raise RunFolderInUse(f"{where} {how}; use {options}--overwrite to replace it, or another --output-dir")
+    raise RunFolderInUseError(f"{where} {how}; use {options}--overwrite to replace it, or another --output-dir")
 
 
 def clear_run(folder: Path) -> tuple[list[str], list[str]]:
@@ -210,7 +210,7 @@ def model_of_run(model: str | Path) -> str | Path:
     if found is not None and found[0] == Path(str(model)).expanduser():
         final = found[0] / FINAL_DIR
         if not final.is_dir():
-            raise MissingPath(f"{model} is a run folder without final/ (the run has not finished)")
+            raise MissingPathError(f"{model} is a run folder without final/ (the run has not finished)")
         return final
     return model
 
@@ -247,7 +247,7 @@ def eval_env(model: str | Path, env_id: str | None, env_kwargs: dict[str, Any]) 
     found = run_of_model(model)
     if found is None:
         if env_id is None:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"--env is required: {model} is not a model inside an rlvr-gym run folder, so no env is recorded"
             )
         return EvalEnv(env_id, dict(env_kwargs), None)
@@ -256,7 +256,7 @@ def eval_env(model: str | Path, env_id: str | None, env_kwargs: dict[str, Any]) 
     recorded = dict(config.get("env_kwargs") or {})
     if ":" in recorded_id:  # an env object built by hand (module:Class): no registered id to make
         if env_id is None:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"the run in {folder} trained {recorded_id}, an env built in code; pass --env (and --import)"
             )
         return EvalEnv(env_id, dict(env_kwargs), None)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlvr_gym.backends.scoring import SCORING
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.trainers.flags import parse_env_args
 
 TOKEN_VARIABLE = "RLVR_GYM_SERVE_TOKEN"
@@ -84,7 +84,7 @@ def knobs_by_env(ids: Sequence[str], pairs: Sequence[str]) -> dict[str, dict[str
         if not colon:
             target, key = "", head
         elif target not in knobs:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"--env-arg {pair!r} names env {target!r}, which is not served ({list(ids)})"
             )
         setting = parse_env_args([f"{key}={value}" if sep else pair])

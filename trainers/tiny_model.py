@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}<|end|>\n{% endfor %}"
@@ -160,7 +160,7 @@ def build_tiny_model(
     from transformers import AutoModelForCausalLM, Qwen2Config
 
     if hidden_size % num_heads:
-        raise InvalidArgument(f"hidden_size ({hidden_size}) must be divisible by num_heads ({num_heads})")
+        raise InvalidArgumentError(f"hidden_size ({hidden_size}) must be divisible by num_heads ({num_heads})")
     out = Path(out_dir)
     tokenizer, tags = env_tokenizer(env, vocab_size=vocab_size, tools=tools)
     config = Qwen2Config(

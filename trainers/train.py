@@ -15,9 +15,9 @@ from rlvr_gym.backends.console import announce, quiet_libraries
 from rlvr_gym.backends.run_layout import AUDIT_FILE, CONFIG_FILE, TINY_MODEL_DIR, WARM_START_DIR
 from rlvr_gym.backends.scoring import make_scorer, scored_by
 from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.envs.audit import AuditFailed, fast_audit, settings_of
+from rlvr_gym.envs.audit import AuditFailedError, fast_audit, settings_of
 from rlvr_gym.envs.registration import accepted_kwargs
-from rlvr_gym.error import InvalidArgument, NotAvailable
+from rlvr_gym.error import InvalidArgumentError, NotAvailableError
 from rlvr_gym.trainers import run_dir
 from rlvr_gym.trainers.model_ref import check_model_reference
 
@@ -34,22 +34,22 @@ def resolve_env(env: SingleTurnEnv | str | None, config: RunConfig) -> tuple[Sin
     """
     if env is None:
         if config.env_id is None:
-            raise InvalidArgument("no env named: pass train(env, config) or set RunConfig(env_id=...)")
+            raise InvalidArgumentError("no env named: pass train(env, config) or set RunConfig(env_id=...)")
         env = config.env_id
     if isinstance(env, str):
         if config.env_id is not None and not _same_env(config.env_id, env):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"train() was given env {env!r} but config.env_id is {config.env_id!r}: name the env in one "
                 "place (drop the argument, or config.replace(env_id=...))"
             )
         return envs.make(env, **config.env_kwargs), config.for_env(env)
     if config.env_id is not None and not _same_env(config.env_id, env.id):
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             f"train() was given an env object of {env.id!r} but config.env_id is {config.env_id!r}: "
             "name the env in one place"
         )
     if config.env_kwargs:
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             "config.env_kwargs build an env named by id; this env object is already built "
             f"(pass its id instead, or drop env_kwargs={config.env_kwargs!r})"
         )
@@ -140,7 +140,7 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
 
 def run_audit(env: SingleTurnEnv, config: RunConfig, score: Any) -> None:
     """The fast audit before training: saved to ``OUTPUT_DIR/audit.json``; raises
-    :class:`AuditFailed` on a hole, naming the ways on that keep the audit where there are some."""
+    :class:`AuditFailedError` on a hole, naming the ways on that keep the audit where there are some."""
     report = fast_audit(env, seed=config.seed, score=score, skip=config.audit_skip)
     report.save(Path(config.output_dir) / AUDIT_FILE)
     logger.info(
@@ -149,7 +149,7 @@ def run_audit(env: SingleTurnEnv, config: RunConfig, score: Any) -> None:
     for line in report.warnings():
         announce(f"audit warning: {line}")
     if not report.ok:
-        raise AuditFailed(report, fixes=audit_fixes(env, report))
+        raise AuditFailedError(report, fixes=audit_fixes(env, report))
 
 
 def audit_fixes(env: SingleTurnEnv, report: Any) -> list[str]:
@@ -193,7 +193,7 @@ def train(
 
     First, unless ``audit=False`` (or ``config.audit`` is off), a fast reward-hack audit
     (``envs.audit.fast_audit``, a few seconds, without ``config.audit_skip``'s families) runs on the
-    env; its report lands in ``OUTPUT_DIR/audit.json`` and :class:`~rlvr_gym.envs.audit.AuditFailed`
+    env; its report lands in ``OUTPUT_DIR/audit.json`` and :class:`~rlvr_gym.envs.audit.AuditFailedError`
     (naming the exploit and the ways on) stops the run when an exploit gets through, before any
     model is loaded. Strictness alone (equivalent renderings rejected) is a warning. The choice is
     recorded in ``config.json``, written first.
@@ -238,7 +238,7 @@ def train(
         scorer.close()
     ok, why = module.available(**options)
     if not ok:
-        raise NotAvailable(f"backend {name!r} cannot run here: {why}")
+        raise NotAvailableError(f"backend {name!r} cannot run here: {why}")
     backends.check_extras(config)  # a missing tracker or Liger: one line before any model work
     if not config.verbose:
         quiet_libraries()

@@ -20,7 +20,7 @@ from typing import Any
 
 from rlvr_gym.backends.console import announce
 from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
-from rlvr_gym.error import InvalidArgument, RunFailed
+from rlvr_gym.error import InvalidArgumentError, RunFailedError
 
 EPISODE_TASKS = 32
 """Reference episodes played once and reused by a tool env's warm start (their tool calls cost a
@@ -56,7 +56,7 @@ def warm_start(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if steps < 1:
-        raise InvalidArgument(f"steps must be >= 1, got {steps}")
+        raise InvalidArgumentError(f"steps must be >= 1, got {steps}")
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     model.train()
@@ -146,7 +146,7 @@ def encode_episode(
         assistant = obs[len(messages)]
         whole = tokenizer.apply_chat_template([*messages, assistant], tools=tools, tokenize=False)
         if not (prompt.startswith(rendered) and whole.startswith(prompt)):
-            raise RunFailed(f"{env.id}: the chat template does not render a conversation prefix-stable")
+            raise RunFailedError(f"{env.id}: the chat template does not render a conversation prefix-stable")
         context = tokenizer(prompt[len(rendered) :], add_special_tokens=False)["input_ids"]
         if context_tokens is not None:
             context = context[-context_tokens:]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers.basic import extract_answer, parse_number
 from rlvr_gym.verifiers.instruction_shaping import shape_response
 from rlvr_gym.verifiers.math.extract import extract_answer as _extract_raw
@@ -457,7 +457,7 @@ def exploits_for(
     names = list(FAMILIES) if families is None else list(families)
     unknown = [n for n in names if n not in FAMILIES]
     if unknown:
-        raise InvalidArgument(f"unknown audit families {unknown}; known: {list(FAMILIES)}")
+        raise InvalidArgumentError(f"unknown audit families {unknown}; known: {list(FAMILIES)}")
     out = [e for n in names for e in FAMILIES[n](subject)]
     return [e for e in out if not (fast and e.name in SLOW_EXPLOITS)]
 

@@ -10,7 +10,7 @@ import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS
 from rlvr_gym.verifiers.math.extract import extract_answer as _extract_raw
 from rlvr_gym.verifiers.protocol import Task
@@ -81,7 +81,7 @@ class NumberMatch:
     def _match(self, completion: str, task: Task) -> Verdict:
         gold = parse_number(str(task[self.answer_key]))
         if gold is None:
-            raise InvalidArgument(f"task[{self.answer_key!r}]={task[self.answer_key]!r} is not a number")
+            raise InvalidArgumentError(f"task[{self.answer_key!r}]={task[self.answer_key]!r} is not a number")
         answer = extract_answer(completion)
         if answer is None:
             return Verdict.fail(Reason.NO_ANSWER)

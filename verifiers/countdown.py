@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers.basic import extract_answer
 from rlvr_gym.verifiers.expression import MAX_EXPRESSION_CHARS, ExpressionError, evaluate
 from rlvr_gym.verifiers.protocol import Task
@@ -26,7 +26,7 @@ def _gold(task: Task, numbers_key: str, target_key: str) -> tuple[Counter[int], 
     if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers) or not isinstance(
         target, int
     ):
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             f"task needs integer {numbers_key!r} and {target_key!r}, got {numbers!r}, {target!r}"
         )
     return Counter(numbers), target
@@ -50,7 +50,7 @@ class CountdownVerifier:
         operations: str = OPERATIONS,
     ) -> None:
         if not isinstance(operations, str) or not operations or set(operations) - set(OPERATIONS):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"operations must be a non-empty string of {OPERATIONS!r}, got {operations!r}"
             )
         self.numbers_key, self.target_key, self.use_all = numbers_key, target_key, bool(use_all)

@@ -15,7 +15,9 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import (
+    ExpressionError,  # noqa: F401 - defined with the whole tree
+    )
 
 MAX_EXPRESSION_CHARS = 300
 """Longer text is not an arithmetic answer; refused before tokenising."""
@@ -26,10 +28,6 @@ MAX_DIGITS = 12
 
 _TOKEN = re.compile(r"\s*(?:(\d+)|([-+*/×÷()]))")
 _ALIASES = {"×": "*", "÷": "/", "−": "-", "–": "-"}
-
-
-class ExpressionError(InvalidArgument):
-    """The text is not an arithmetic expression this parser accepts (the message says why)."""
 
 
 @dataclass(frozen=True)

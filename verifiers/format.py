@@ -11,7 +11,7 @@ import math
 import re
 from fractions import Fraction
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers.math.extract import MAX_ANSWER_CHARS, extract_answer
 from rlvr_gym.verifiers.math.normalize import fast_number, normalize
 from rlvr_gym.verifiers.protocol import Task
@@ -31,7 +31,7 @@ class TagFormat:
 
     def __init__(self, tags: tuple[str, ...] = ("think", "answer"), *, strict: bool = True) -> None:
         if not tags or not all(isinstance(t, str) and _TAG_NAME.fullmatch(t) for t in tags):
-            raise InvalidArgument(f"tags must be a non-empty tuple of tag names, got {tags!r}")
+            raise InvalidArgumentError(f"tags must be a non-empty tuple of tag names, got {tags!r}")
         self.tags = tuple(tags)
         self.strict = bool(strict)
         blocks = r"\s*".join(rf"<{t}>(?:(?!</?{t}>).)*</{t}>" for t in self.tags)
@@ -100,12 +100,12 @@ class LengthBand:
         self, min_len: int = 0, max_len: int = 4000, *, unit: str = "chars", slack: int | None = None
     ) -> None:
         if unit not in ("chars", "words"):
-            raise InvalidArgument(f"unit must be 'chars' or 'words', got {unit!r}")
+            raise InvalidArgumentError(f"unit must be 'chars' or 'words', got {unit!r}")
         if not (isinstance(min_len, int) and isinstance(max_len, int)) or not 0 <= min_len <= max_len:
-            raise InvalidArgument(f"need integers 0 <= min_len <= max_len, got {min_len!r}, {max_len!r}")
+            raise InvalidArgumentError(f"need integers 0 <= min_len <= max_len, got {min_len!r}, {max_len!r}")
         slack = max(1, max_len // 2) if slack is None else slack
         if not isinstance(slack, int) or slack < 1:
-            raise InvalidArgument(f"slack must be an integer >= 1, got {slack!r}")
+            raise InvalidArgumentError(f"slack must be an integer >= 1, got {slack!r}")
         self.min_len, self.max_len, self.unit, self.slack = min_len, max_len, unit, slack
 
     def __call__(self, completion: str, task: Task) -> Verdict:
@@ -132,7 +132,7 @@ class NumericProximity:
         self, answer_key: str = "answer", *, scale: float = 0.1, last_number_fallback: bool = False
     ) -> None:
         if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0 < scale < math.inf:
-            raise InvalidArgument(f"scale must be a positive finite number, got {scale!r}")
+            raise InvalidArgumentError(f"scale must be a positive finite number, got {scale!r}")
         self.answer_key, self.scale, self.last_number_fallback = (
             answer_key,
             float(scale),
@@ -142,7 +142,7 @@ class NumericProximity:
     def __call__(self, completion: str, task: Task) -> Verdict:
         gold = fast_number(normalize(str(task[self.answer_key])))
         if gold is None:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"task[{self.answer_key!r}]={task[self.answer_key]!r} is not a plain number"
             )
         answer = extract_answer(completion, last_number_fallback=self.last_number_fallback)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers.instructions import check, check_loose, require_packages
 from rlvr_gym.verifiers.protocol import Task
 from rlvr_gym.verifiers.substance import MIN_DISTINCT, MIN_WORDS, substance_problem
@@ -45,9 +45,9 @@ class InstructionsFollowed:
         self, mode: Mode = "strict", aggregate: Aggregate = "all", *, substance_gate: bool = True
     ) -> None:
         if mode not in ("strict", "loose"):
-            raise InvalidArgument(f"mode must be 'strict' or 'loose', got {mode!r}")
+            raise InvalidArgumentError(f"mode must be 'strict' or 'loose', got {mode!r}")
         if aggregate not in ("all", "fraction"):
-            raise InvalidArgument(f"aggregate must be 'all' or 'fraction', got {aggregate!r}")
+            raise InvalidArgumentError(f"aggregate must be 'all' or 'fraction', got {aggregate!r}")
         require_packages()
         self.mode, self.aggregate, self.substance_gate = mode, aggregate, bool(substance_gate)
 

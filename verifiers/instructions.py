@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rlvr_gym.error import InvalidArgument, NotAvailable
+from rlvr_gym.error import InvalidArgumentError, NotAvailableError
 
 MAX_RESPONSE_CHARS = 16_000
 """Longer responses fail every instruction (IFEval answers run to a few thousand characters)."""
@@ -54,7 +54,7 @@ def require_packages() -> None:
         if not found:
             missing.append(distribution)
     if missing:
-        raise NotAvailable(
+        raise NotAvailableError(
             f"the instruction checks (ifeval-v0) need {', '.join(missing)}: pip install 'rlvr-gym[ifeval]'"
         )
 
@@ -127,7 +127,7 @@ def _compare(count: int, relation: str, threshold: int) -> bool:
         return count < threshold
     if relation == AT_LEAST:
         return count >= threshold
-    raise InvalidArgument(f"relation must be one of {RELATIONS}, got {relation!r}")
+    raise InvalidArgumentError(f"relation must be one of {RELATIONS}, got {relation!r}")
 
 
 def _lines(text: str) -> list[str]:
@@ -364,7 +364,7 @@ def check(instruction_id: str, kwargs: Mapping[str, Any], text: str, prompt: str
     """Whether ``text`` follows one instruction, strictly (IFEval's ``check_following``, and an
     empty response follows nothing)."""
     if instruction_id not in CHECKS:
-        raise InvalidArgument(f"unknown instruction {instruction_id!r}; known: {sorted(CHECKS)}")
+        raise InvalidArgumentError(f"unknown instruction {instruction_id!r}; known: {sorted(CHECKS)}")
     if not text.strip() or len(text) > MAX_RESPONSE_CHARS:
         return False
     return bool(CHECKS[instruction_id](text, kwargs, prompt))

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers.verdict import Reason, Verdict
 
 logger = logging.getLogger("rlvr_gym.verifiers")
@@ -98,7 +98,7 @@ def run_verifier_batch(
     ``error`` verdicts for the items concerned (the bug is logged), so a batch never raises.
     """
     if len(completions) != len(tasks):
-        raise InvalidArgument(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
+        raise InvalidArgumentError(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
     batch = getattr(verifier, "verify_batch", None)
     if not callable(batch):
         return [run_verifier(verifier, c, t) for c, t in zip(completions, tasks, strict=True)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
 from rlvr_gym.verifiers.frozen import FrozenDict
 from rlvr_gym.verifiers.protocol import Task, Verifier, run_verifier_batch
 from rlvr_gym.verifiers.verdict import Reason, Verdict
@@ -32,28 +32,28 @@ class Rubric:
         passed_by: str | None = None,
     ) -> None:
         if not components:
-            raise InvalidArgument("Rubric needs at least one component verifier")
+            raise InvalidArgumentError("Rubric needs at least one component verifier")
         for name, verifier in components.items():
             if not isinstance(name, str) or not name:
-                raise InvalidArgument(f"Rubric component names must be non-empty strings, got {name!r}")
+                raise InvalidArgumentError(f"Rubric component names must be non-empty strings, got {name!r}")
             if not callable(verifier):
-                raise InvalidType(f"Rubric component {name!r} is not callable: {verifier!r}")
+                raise InvalidTypeError(f"Rubric component {name!r} is not callable: {verifier!r}")
         weights = dict(weights or {})
         unknown = set(weights) - set(components)
         if unknown:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"weights name unknown components {sorted(unknown)}; have {list(components)}"
             )
         resolved = {name: float(weights.get(name, 1.0)) for name in components}
         for name, weight in resolved.items():
             if not math.isfinite(weight) or weight < 0:
-                raise InvalidArgument(f"weight of {name!r} must be a finite number >= 0, got {weight}")
+                raise InvalidArgumentError(f"weight of {name!r} must be a finite number >= 0, got {weight}")
         total = sum(resolved.values())
         if total <= 0:
-            raise InvalidArgument("at least one Rubric weight must be positive")
+            raise InvalidArgumentError("at least one Rubric weight must be positive")
         passed_by = next(iter(components)) if passed_by is None else passed_by
         if passed_by not in components:
-            raise InvalidArgument(f"passed_by={passed_by!r} is not a component; have {list(components)}")
+            raise InvalidArgumentError(f"passed_by={passed_by!r} is not a component; have {list(components)}")
         self.components: Mapping[str, Verifier] = FrozenDict(dict(components))
         self.weights: Mapping[str, float] = FrozenDict(resolved)
         self.normalized_weights: Mapping[str, float] = FrozenDict(

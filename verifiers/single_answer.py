@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from rlvr_gym.error import InvalidType
+from rlvr_gym.error import InvalidTypeError
 from rlvr_gym.verifiers.math.extract import _SAYS, MAX_COMPLETION_CHARS, answer_phrase
 from rlvr_gym.verifiers.protocol import Task, Verifier
 from rlvr_gym.verifiers.verdict import Reason, Verdict
@@ -81,7 +81,7 @@ class SingleAnswer:
 
     def __init__(self, inner: Verifier) -> None:
         if not callable(inner):
-            raise InvalidType(f"SingleAnswer wraps a verifier, got {inner!r}")
+            raise InvalidTypeError(f"SingleAnswer wraps a verifier, got {inner!r}")
         self.inner = inner
 
     def __call__(self, completion: str, task: Task) -> Verdict:

@@ -24,15 +24,15 @@ except ImportError as exc:  # hypothesis is a test-time tool, not a core depende
         "verifiers.testing needs hypothesis: pip install 'rlvr-gym[dev]' (or hypothesis)"
     ) from exc
 
-from rlvr_gym.error import Error, InvalidArgument, InvalidType
+from rlvr_gym.error import (
+    InvalidArgumentError,
+    InvalidTypeError,
+    VerifierCheckError,  # noqa: F401 - defined with the whole tree
+)
 from rlvr_gym.verifiers.protocol import Task, Verifier
 from rlvr_gym.verifiers.verdict import Verdict
 
 SearchStrategy = st.SearchStrategy
-
-
-class VerifierCheckError(Error, AssertionError):
-    """A verifier broke one of the properties ``check_verifier`` asserts (the message names it)."""
 
 
 # ----- equivalent renderings -------------------------------------------------------------------
@@ -189,7 +189,7 @@ def plain_number_renderings(value: int | Fraction) -> SearchStrategy[str]:
     value = Fraction(value)
     decimal = _decimal(value)
     if decimal is None:
-        raise InvalidArgument(f"{value} has no terminating decimal: use number_renderings for fractions")
+        raise InvalidArgumentError(f"{value} has no terminating decimal: use number_renderings for fractions")
     forms = [decimal, decimal + "0" if "." in decimal else decimal + ".0", f"+{decimal}".replace("+-", "-")]
     if value.denominator == 1:
         n = value.numerator
@@ -220,7 +220,7 @@ def kind_defaults(kind: str, gold: str) -> dict[str, SearchStrategy[str] | None]
     a wrong program is task-specific).
     """
     if kind not in TEMPLATES:
-        raise InvalidArgument(f"unknown answer kind {kind!r}; kinds are {list(ANSWER_KINDS)}")
+        raise InvalidArgumentError(f"unknown answer kind {kind!r}; kinds are {list(ANSWER_KINDS)}")
     templates = TEMPLATES[kind]
     if kind == "code":
         return {"equivalent": completions(st.just(gold), templates), "different": None}
@@ -233,7 +233,7 @@ def kind_defaults(kind: str, gold: str) -> dict[str, SearchStrategy[str] | None]
         value = Fraction(gold.replace(",", ""))
     except (ValueError, ZeroDivisionError):
         if kind == "number":
-            raise InvalidArgument(f"gold {gold!r} is not a number (answer kind 'number')") from None
+            raise InvalidArgumentError(f"gold {gold!r} is not a number (answer kind 'number')") from None
         return {"equivalent": completions(st.just(gold), templates), "different": None}
     if kind == "number":
         near = st.sampled_from([value + 1, value - 1, value * 10, -value - 1]).filter(lambda v: v != value)
@@ -393,9 +393,9 @@ def check_verifier(
         equivalent = defaults["equivalent"] if equivalent is None else equivalent
         different = defaults["different"] if different is None else different
     if not callable(verifier):
-        raise InvalidType(f"verifier must be callable, got {verifier!r}")
+        raise InvalidTypeError(f"verifier must be callable, got {verifier!r}")
     if isinstance(time_budget, bool) or not isinstance(time_budget, int | float) or time_budget <= 0:
-        raise InvalidArgument(f"time_budget must be a positive number of seconds, got {time_budget!r}")
+        raise InvalidArgumentError(f"time_budget must be a positive number of seconds, got {time_budget!r}")
 
     def must_pass(completion: str) -> None:
         verdict = _check_one(verifier, completion, task, time_budget)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from rlvr_gym.error import InvalidArgument, InvalidType
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
 from rlvr_gym.verifiers.frozen import FrozenDict, freeze
 
 
@@ -44,27 +44,27 @@ class Verdict:
 
     def __post_init__(self) -> None:
         if isinstance(self.score, bool) or not isinstance(self.score, int | float):
-            raise InvalidType(f"Verdict.score must be a float, got {type(self.score).__name__}")
+            raise InvalidTypeError(f"Verdict.score must be a float, got {type(self.score).__name__}")
         if not math.isfinite(self.score) or not 0.0 <= self.score <= 1.0:
-            raise InvalidArgument(f"Verdict.score must be a finite number in [0, 1], got {self.score!r}")
+            raise InvalidArgumentError(f"Verdict.score must be a finite number in [0, 1], got {self.score!r}")
         if not isinstance(self.passed, bool):
-            raise InvalidType(f"Verdict.passed must be a bool, got {type(self.passed).__name__}")
+            raise InvalidTypeError(f"Verdict.passed must be a bool, got {type(self.passed).__name__}")
         try:
             reason = Reason(self.reason)
         except ValueError:
             known = ", ".join(r.value for r in Reason)
-            raise InvalidArgument(f"Verdict.reason must be one of {known}; got {self.reason!r}") from None
+            raise InvalidArgumentError(f"Verdict.reason must be one of {known}; got {self.reason!r}") from None
         if self.passed != (reason is Reason.CORRECT):
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"Verdict.passed={self.passed} contradicts reason={reason.value!r}: "
                 "a verdict passes exactly when its reason is 'correct'"
             )
         if self.answer is not None and not isinstance(self.answer, str):
-            raise InvalidType(f"Verdict.answer must be a str or None, got {type(self.answer).__name__}")
+            raise InvalidTypeError(f"Verdict.answer must be a str or None, got {type(self.answer).__name__}")
         object.__setattr__(self, "score", float(self.score))
         object.__setattr__(self, "reason", reason)
         if not isinstance(self.details, Mapping):
-            raise InvalidType(f"Verdict.details must be a mapping, got {type(self.details).__name__}")
+            raise InvalidTypeError(f"Verdict.details must be a mapping, got {type(self.details).__name__}")
         object.__setattr__(self, "details", freeze(self.details))
 
     # Convenience constructors keep verifiers short and their intent obvious.

@@ -1,1 +1,1 @@
-"""Engine helpers the backends share: memory path, Liger loss, launcher, vLLM server, env rewards."""
+"""Engine helpers the backends share: memory path, Liger loss, launcher, vLLM server."""

@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from rlvr_gym.backends.protocol import RunResult, run_result
-from rlvr_gym.error import InvalidArgument, RunFailed
+from rlvr_gym.error import InvalidArgumentError, RunFailedError
 
 Launcher = Literal["torchrun", "accelerate"]
 
@@ -40,13 +40,13 @@ class LaunchSpec:
 
     def __post_init__(self) -> None:
         if self.num_processes < 1 or self.num_machines < 1:
-            raise InvalidArgument(f"num_processes and num_machines must be >= 1, got {self}")
+            raise InvalidArgumentError(f"num_processes and num_machines must be >= 1, got {self}")
         if not 0 <= self.machine_rank < self.num_machines:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"machine_rank must lie in [0, {self.num_machines}), got {self.machine_rank}"
             )
         if self.launcher not in ("torchrun", "accelerate"):
-            raise InvalidArgument(f"launcher must be 'torchrun' or 'accelerate', got {self.launcher!r}")
+            raise InvalidArgumentError(f"launcher must be 'torchrun' or 'accelerate', got {self.launcher!r}")
 
     @property
     def world_size(self) -> int:
@@ -125,7 +125,7 @@ def write_job(
             pickler.dump(job)
     except (pickle.PicklingError, AttributeError, TypeError) as exc:
         Path(name).unlink(missing_ok=True)
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             f"a multi-process run sends the env to its workers by pickle, and this one does not pickle ({exc}); "
             "define the env class at module level (not in a function) or pass a registered env id"
         ) from exc
@@ -170,7 +170,7 @@ def run(
     environment["PYTHONPATH"] = os.pathsep.join(caller_import_dirs(environment.get("PYTHONPATH")))
     completed = subprocess.run(list(command), env=environment, timeout=timeout_s, check=False)
     if completed.returncode != 0:
-        raise RunFailed(f"launched run failed with exit code {completed.returncode}: {' '.join(command)}")
+        raise RunFailedError(f"launched run failed with exit code {completed.returncode}: {' '.join(command)}")
 
 
 def run_or_launch(

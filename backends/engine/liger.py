@@ -18,7 +18,7 @@ from typing import Any
 from rlvr_gym.backends.engine.forward import run_as_forward
 from rlvr_gym.backends.engine.head import head_weight_and_bias
 from rlvr_gym.backends.engine.memory import completion_hidden_states
-from rlvr_gym.error import InvalidArgument, NotAvailable
+from rlvr_gym.error import InvalidArgumentError, NotAvailableError
 
 UNSUPPORTED_INPUTS = ("pixel_values", "tool_mask", "importance_sampling_ratio")
 
@@ -33,7 +33,7 @@ def liger_trainer_class(base: type | None = None) -> type:
     """``base`` (default TRL's ``GRPOTrainer``) with Liger's chunked fused-linear GRPO loss as its loss."""
     ok, why = available()
     if not ok:
-        raise NotAvailable(f"liger_loss=True but {why}")
+        raise NotAvailableError(f"liger_loss=True but {why}")
     import torch
     from liger_kernel.chunked_loss import LigerFusedLinearGRPOLoss
     from trl import GRPOTrainer
@@ -56,7 +56,7 @@ def liger_trainer_class(base: type | None = None) -> type:
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             if return_outputs:
-                raise InvalidArgument("GRPOTrainer does not return outputs from compute_loss")
+                raise InvalidArgumentError("GRPOTrainer does not return outputs from compute_loss")
             present = [key for key in UNSUPPORTED_INPUTS if inputs.get(key) is not None]
             if present:
                 raise NotImplementedError(

@@ -18,7 +18,7 @@ from typing import Any
 
 from rlvr_gym.backends.engine.forward import run_as_forward
 from rlvr_gym.backends.engine.head import head_weight_and_bias
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 DEFAULT_TOKEN_CHUNK = 1024
 DEFAULT_VOCAB_CHUNK = 8192
@@ -44,9 +44,9 @@ def chunked_completion_logps(
     from trl.kernels import ChunkedLogProbFunction
 
     if token_chunk < 1 or vocab_chunk < 1:
-        raise InvalidArgument(f"token_chunk and vocab_chunk must be >= 1, got {token_chunk}, {vocab_chunk}")
+        raise InvalidArgumentError(f"token_chunk and vocab_chunk must be >= 1, got {token_chunk}, {vocab_chunk}")
     if hidden.shape[:2] != targets.shape:
-        raise InvalidArgument(f"hidden {tuple(hidden.shape)} does not match targets {tuple(targets.shape)}")
+        raise InvalidArgumentError(f"hidden {tuple(hidden.shape)} does not match targets {tuple(targets.shape)}")
     import torch
 
     outputs = ("log_probs", "entropy") if entropy else ("log_probs",)

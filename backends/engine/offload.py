@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 DEFAULT_MIN_BYTES = 1 << 20
 
@@ -52,7 +52,7 @@ class ActivationOffload(torch.autograd.graph.saved_tensors_hooks):
 
     def __init__(self, min_bytes: int = DEFAULT_MIN_BYTES, pin_memory: bool | None = None) -> None:
         if min_bytes < 0:
-            raise InvalidArgument(f"min_bytes must be >= 0, got {min_bytes}")
+            raise InvalidArgumentError(f"min_bytes must be >= 0, got {min_bytes}")
         pin = torch.cuda.is_available() if pin_memory is None else pin_memory
         self.stats = OffloadStats()
         stats = self.stats

@@ -20,11 +20,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from rlvr_gym.error import InvalidArgument, RunFailed
-
-
-class VLLMServerError(RunFailed):
-    """The server did not come up, or died."""
+from rlvr_gym.error import (
+    InvalidArgumentError,
+    VLLMServerError,  # noqa: F401 - defined with the whole tree
+)
 
 
 def trl_vllm_serve_command(
@@ -78,7 +77,7 @@ class VLLMServer:
         log_path: str | Path | None = None,
     ) -> None:
         if startup_timeout_s <= 0:
-            raise InvalidArgument(f"startup_timeout_s must be > 0, got {startup_timeout_s}")
+            raise InvalidArgumentError(f"startup_timeout_s must be > 0, got {startup_timeout_s}")
         self.command = [str(part) for part in command]
         self.host, self.port = host, port
         self.gpus = list(gpus) if gpus is not None else None

@@ -21,7 +21,7 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 from rlvr_gym.backends.peers import shared_env
 from rlvr_gym.backends.task_labels import locate, task_of
 from rlvr_gym.envs import EnvStateError, MultiTurnEnv
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 ENV_CLASS = "rlvr_gym"
 
@@ -35,13 +35,13 @@ class RlvrTextEnv(BaseTextEnv):
         extras = dict(extras or {})
         env_id = config.get("env_id") or extras.get("env_id") or extras.get("data_source")
         if not env_id:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 "give the env as env_config['env_id'] (or the row's 'env_id' / 'data_source')"
             )
         shared = shared_env(env_id, dict(config.get("env_kwargs") or {}))
         label = (extras.get("reward_spec") or {}).get("ground_truth", extras.get("label"))
         if label is None:
-            raise InvalidArgument("the row needs its task label in extras['reward_spec']['ground_truth']")
+            raise InvalidArgumentError("the row needs its task label in extras['reward_spec']['ground_truth']")
         split = (extras.get("extra_info") or {}).get("split")
         self.task = task_of(shared, label, split)
         self.where = locate(shared, label, split)
@@ -49,7 +49,7 @@ class RlvrTextEnv(BaseTextEnv):
         # and sandbox pool shared); a single-step env is only asked to verify.
         self.env = shared.spawn() if isinstance(shared, MultiTurnEnv) else shared
         if isinstance(self.env, MultiTurnEnv) and self.where is None:
-            raise InvalidArgument("a tool env plays only tasks it holds: label the row {'split', 'index'}")
+            raise InvalidArgumentError("a tool env plays only tasks it holds: label the row {'split', 'index'}")
         self.max_turns = self.env.max_turns if isinstance(self.env, MultiTurnEnv) else 1
         self._messages: list[dict[str, Any]] = []
         self._done = False

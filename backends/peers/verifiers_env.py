@@ -36,7 +36,7 @@ from verifiers.v1.types import content_text
 from rlvr_gym.backends.peers import plain, shared_env
 from rlvr_gym.backends.task_labels import label_of, task_of
 from rlvr_gym.envs import MultiTurnEnv
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 TASKSET_ID = "rlvr-gym-taskset"
 TASKSET_MODULE = "rlvr_gym_taskset"  # what verifiers imports for TASKSET_ID ('-' -> '_')
@@ -131,10 +131,10 @@ def _single_step(env_id: str, env_kwargs: dict[str, Any]) -> Any:
     """The shared env, refused if it is a tool env: verifiers' tools are MCP servers, ours run
     in our sandbox inside the env's own episode loop."""
     if not env_id:
-        raise InvalidArgument("name the env: env_id (e.g. 'gsm8k')")
+        raise InvalidArgumentError("name the env: env_id (e.g. 'gsm8k')")
     env = shared_env(env_id, env_kwargs)
     if isinstance(env, MultiTurnEnv):
-        raise InvalidArgument(f"{env_id!r} is a tool env; the verifiers adapter plays single-step envs")
+        raise InvalidArgumentError(f"{env_id!r} is a tool env; the verifiers adapter plays single-step envs")
     return env
 
 
@@ -151,7 +151,7 @@ def env_config(env_id: str, split: str | None = None, **env_kwargs: Any) -> vf.S
     bad settings or a tool env, here rather than at the first rollout."""
     env = _single_step(env_id, env_kwargs)
     if split is not None and split not in env.splits:
-        raise InvalidArgument(f"unknown split {split!r} for {env_id!r}; splits are {list(env.splits)}")
+        raise InvalidArgumentError(f"unknown split {split!r} for {env_id!r}; splits are {list(env.splits)}")
     _register()
     return vf.SingleAgentEnvConfig(
         taskset={"id": TASKSET_ID, "env_id": env_id, "env_kwargs": plain(env_kwargs), "split": split},

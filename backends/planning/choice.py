@@ -13,14 +13,12 @@ from dataclasses import dataclass
 
 from rlvr_gym.backends.planning.hardware import Hardware
 from rlvr_gym.backends.planning.memory_plan import GIB, MemoryPlan, ModelShape, Workload, gib, plan
-from rlvr_gym.error import NotAvailable
+from rlvr_gym.error import (
+    NoBackendFitsError,  # noqa: F401 - defined with the whole tree
+    )
 
 HEADROOM = 0.9
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-
-class NoBackendFits(NotAvailable):
-    """No backend fits the model on this hardware."""
 
 
 @dataclass
@@ -81,7 +79,7 @@ def choose(shape: ModelShape | None, hardware: Hardware, workload: Workload | No
             memory,
             hardware,
         )
-    raise NoBackendFits(
+    raise NoBackendFitsError(
         f"no backend fits: one GPU has {gib(hardware.gpu_memory_bytes)} GiB, a full run needs {gib(trl.gpu_total)} GiB "
         f"and ZeRO-2 offload {gib(zero2.gpu_total)} GiB GPU + {gib(zero2.cpu_total)} GiB RAM; train a LoRA "
         "adapter (--lora-r 16), shorten completions, or add GPUs"
@@ -134,4 +132,4 @@ def render(choice: Choice) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["GIB", "Choice", "NoBackendFits", "choose", "render", "workload_for"]
+__all__ = ["GIB", "Choice", "NoBackendFitsError", "choose", "render", "workload_for"]

@@ -10,7 +10,7 @@ import importlib.util
 import os
 from dataclasses import dataclass
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 GIB = 1024**3
 
@@ -25,9 +25,9 @@ class Hardware:
 
     def __post_init__(self) -> None:
         if self.gpus < 0 or self.gpu_memory_bytes < 0 or self.cpu_memory_bytes < 0:
-            raise InvalidArgument(f"hardware figures must be >= 0, got {self}")
+            raise InvalidArgumentError(f"hardware figures must be >= 0, got {self}")
         if self.gpus and not self.gpu_memory_bytes:
-            raise InvalidArgument("a machine with GPUs needs gpu_memory_bytes > 0")
+            raise InvalidArgumentError("a machine with GPUs needs gpu_memory_bytes > 0")
 
     def describe(self) -> str:
         gpus = f"{self.gpus} GPU × {self.gpu_memory_bytes / GIB:.0f} GiB" if self.gpus else "no GPU"

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 GIB = 1024**3
 
@@ -63,7 +63,7 @@ class ModelShape:
         )
         missing = [k for k in required if k not in config]
         if missing:
-            raise InvalidArgument(
+            raise InvalidArgumentError(
                 f"model config lacks {missing}: a memory plan needs a decoder-only LM config"
             )
         heads = int(config["num_attention_heads"])
@@ -77,7 +77,7 @@ class ModelShape:
             num_key_value_heads=int(config.get("num_key_value_heads") or heads),
             head_dim=int(config.get("head_dim") or config["hidden_size"] // heads),
             tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
-            # Qwen2 puts a bias on q/k/v; Qwen3 drops it and RMS-normalises q and k per head.
+            # Qwen2 puts a bias on q/k/v; Qwen3 drops it and RMS-normalizes q and k per head.
             attention_bias=bool(config.get("attention_bias", model_type == "qwen2")),
             qk_norm=model_type.startswith("qwen3"),
         )
@@ -114,7 +114,7 @@ class ModelShape:
         }
         unknown = [t for t in targets if t not in shapes]
         if unknown:
-            raise InvalidArgument(f"unknown LoRA target modules {unknown}; known: {sorted(shapes)}")
+            raise InvalidArgumentError(f"unknown LoRA target modules {unknown}; known: {sorted(shapes)}")
         return self.num_hidden_layers * sum(r * (shapes[t][0] + shapes[t][1]) for t in targets)
 
     def activation_bytes_per_token_layer(self, dtype_bytes: int) -> int:
@@ -139,12 +139,12 @@ def load_shape(model: str | Path | Mapping[str, Any]) -> ModelShape:
     if path.is_file():
         return ModelShape.from_config(json.loads(path.read_text()))
     if path.suffix == ".json" or path.is_absolute() or str(model).startswith("."):
-        raise InvalidArgument(f"cannot read the config of model {str(model)!r}: no such file or model folder")
+        raise InvalidArgumentError(f"cannot read the config of model {str(model)!r}: no such file or model folder")
     from rlvr_gym.envs.data import hub_offline, hub_unreachable
 
     unreachable = None if hub_offline() else hub_unreachable()
     if unreachable is not None:  # else the hub client retries for about a minute first
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             f"cannot read the config of model {str(model)!r}: no such local folder, and the Hugging Face hub "
             f"is unreachable ({unreachable}); pass a local model folder or its config.json "
             "(or set HF_HUB_OFFLINE=1 to use a cached copy)"
@@ -155,7 +155,7 @@ def load_shape(model: str | Path | Mapping[str, Any]) -> ModelShape:
         config = AutoConfig.from_pretrained(str(model))
     except Exception as exc:
         first_line = (str(exc).strip().splitlines() or [""])[0]
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             f"cannot read the config of model {str(model)!r} (no local folder, and the hub/cache gave: "
             f"{type(exc).__name__}: {first_line}); pass a local model folder or a config.json"
         ) from exc
@@ -213,7 +213,7 @@ class MemoryPlan:
 def plan(shape: ModelShape, workload: Workload, *, num_gpus: int = 1, dtype_bytes: int = 2) -> MemoryPlan:
     """Memory per backend for ``workload`` on ``num_gpus`` GPUs (bf16 unless ``dtype_bytes=4``)."""
     if num_gpus < 0 or dtype_bytes not in (2, 4):
-        raise InvalidArgument(f"num_gpus must be >= 0 and dtype_bytes 2 or 4, got {num_gpus}, {dtype_bytes}")
+        raise InvalidArgumentError(f"num_gpus must be >= 0 and dtype_bytes 2 or 4, got {num_gpus}, {dtype_bytes}")
     params = shape.num_params
     trainable = shape.lora_params(workload.lora_r, workload.lora_targets) if workload.lora_r else params
     master = 4 if dtype_bytes == 2 else 0

@@ -22,7 +22,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
-from rlvr_gym.error import InvalidArgument, RunFailed
+from rlvr_gym.error import InvalidArgumentError, RunFailedError
 from rlvr_gym.verifiers import Reason, Verdict
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def completion_chars(completion: object) -> int:
 
 def check_max_chars(max_chars: object) -> int:
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-        raise InvalidArgument(f"max_chars must be an integer >= 1, got {max_chars!r}")
+        raise InvalidArgumentError(f"max_chars must be an integer >= 1, got {max_chars!r}")
     return max_chars
 
 
@@ -90,7 +90,7 @@ def capped_verify_batch(
     """``env.verify_batch`` on the completions of at most ``max_chars``; each longer one is its own
     ``bad_format`` verdict, so it costs only itself (and no verifier's time)."""
     if len(completions) != len(tasks):
-        raise InvalidArgument(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
+        raise InvalidArgumentError(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
     sizes = [completion_chars(c) for c in completions]
     keep = [i for i, size in enumerate(sizes) if size <= max_chars]
     if len(keep) == len(completions):
@@ -121,7 +121,7 @@ def scored_by(scorer: Scorer) -> Callable[[Sequence[object], Sequence[Task]], li
         verdicts = scorer.score(completions, tasks, timeout_s=None)
         missing = [i for i, v in enumerate(verdicts) if v is None]
         if missing:  # without a budget only a lost cluster leaves an item unscored
-            raise RunFailed(f"{scorer.name} scoring left {len(missing)} of {len(verdicts)} items unscored")
+            raise RunFailedError(f"{scorer.name} scoring left {len(missing)} of {len(verdicts)} items unscored")
         return verdicts  # type: ignore[return-value]
 
     return score
@@ -130,9 +130,9 @@ def scored_by(scorer: Scorer) -> Callable[[Sequence[object], Sequence[Task]], li
 def check_scoring(scoring: str, ray_address: str | None = None) -> None:
     """Refuse an unknown backend name, or an address given to a backend that takes none."""
     if scoring not in SCORING:
-        raise InvalidArgument(f"unknown scoring backend {scoring!r}; choose from {list(SCORING)}")
+        raise InvalidArgumentError(f"unknown scoring backend {scoring!r}; choose from {list(SCORING)}")
     if ray_address is not None and scoring != "ray":
-        raise InvalidArgument(f"ray_address is for scoring='ray', not {scoring!r}")
+        raise InvalidArgumentError(f"ray_address is for scoring='ray', not {scoring!r}")
 
 
 def make_scorer(

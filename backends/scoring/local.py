@@ -40,7 +40,7 @@ from rlvr_gym.backends.scoring import (
 )
 from rlvr_gym.backends.scoring.worker import DONE, ProcessWorker
 from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import Reason, Task, Verdict
 
 logger = logging.getLogger("rlvr_gym.backends")
@@ -65,7 +65,7 @@ def check_item_timeout(item_timeout_s: object) -> float:
         or not isinstance(item_timeout_s, int | float)
         or not 0 < item_timeout_s < math.inf
     ):
-        raise InvalidArgument(f"item_timeout_s must be a finite number > 0, got {item_timeout_s!r}")
+        raise InvalidArgumentError(f"item_timeout_s must be a finite number > 0, got {item_timeout_s!r}")
     return float(item_timeout_s)
 
 
@@ -116,7 +116,7 @@ class LocalScorer(AwaitableScorer):
         isolation: Literal["process", "thread"] = "process",
     ) -> None:
         if isolation not in ("process", "thread"):
-            raise InvalidArgument(f"isolation must be 'process' or 'thread', got {isolation!r}")
+            raise InvalidArgumentError(f"isolation must be 'process' or 'thread', got {isolation!r}")
         self.env = env
         self.max_chars = check_max_chars(max_chars)
         self.item_timeout_s = check_item_timeout(item_timeout_s)
@@ -152,7 +152,7 @@ class LocalScorer(AwaitableScorer):
         """:meth:`score` with the item budget given (a Ray actor scores a chunk of a batch with the
         batch's item budget, in what is left of the batch's time)."""
         if len(completions) != len(tasks):
-            raise InvalidArgument(f"score got {len(completions)} completions for {len(tasks)} tasks")
+            raise InvalidArgumentError(f"score got {len(completions)} completions for {len(tasks)} tasks")
         if not completions:
             return []
         with self._lock:

@@ -22,10 +22,10 @@ Nothing lost, nothing twice, nothing stalls:
   queued behind a running one is run again on an actor that has gone idle (the first verdicts
   back are kept) — so a slow item does not hold its neighbours, or the next batch, hostage;
 * the cluster is reached (a TCP probe, then ``ray.init``) before anything else: unreachable is a
-  one-line :class:`ClusterUnreachable`, before any model loads;
+  one-line :class:`ClusterUnreachableError`, before any model loads;
 * the first actor on every node reports that node's sandbox walls (the layers
   ``rlvr-gym sandbox-info`` prints); a node missing a layer this host has is refused
-  (:class:`WallsMissing`), not hidden.
+  (:class:`WallsMissingError`), not hidden.
 
 Loopback: Ray rewrites a ``127.0.0.1`` address to the machine's interface address; for a
 cluster whose nodes were started on loopback (``--node-ip-address 127.0.0.1``, as in the tests)
@@ -56,7 +56,13 @@ from rlvr_gym.backends.scoring import (
 )
 from rlvr_gym.backends.scoring.local import ITEM_TIMEOUT_S, LocalScorer, check_item_timeout, item_budget
 from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
+from rlvr_gym.error import (  # noqa: F401 - defined with the whole tree
+    ClusterUnreachableError,
+    InvalidArgumentError,
+    NotAvailableError,
+    RunFailedError,
+    WallsMissingError,
+)
 from rlvr_gym.verifiers import Reason, Task, Verdict
 
 logger = logging.getLogger("rlvr_gym.backends")
@@ -76,20 +82,12 @@ MAX_RERUNS = 3
 _LOOPBACK = ("127.", "localhost", "::1", "[::1]")
 
 
-class ClusterUnreachable(NotAvailable):
-    """The Ray cluster named by the address cannot be reached (or has no CPUs for scoring)."""
-
-
-class WallsMissing(NotAvailable):
-    """A node's code sandbox lacks a layer this host's has: scoring there would be weaker."""
-
-
 def import_ray() -> Any:
-    """``ray``, or a one-line :class:`NotAvailable` naming the extra to install."""
+    """``ray``, or a one-line :class:`NotAvailableError` naming the extra to install."""
     try:
         import ray
     except ImportError:
-        raise NotAvailable(
+        raise NotAvailableError(
             "scoring='ray' needs Ray: pip install 'rlvr-gym[ray]' (ray 2.60) here and on every node"
         ) from None
     return ray
@@ -117,7 +115,7 @@ def split_address(address: str) -> tuple[str, int]:
     """``host:port`` (IPv6 in brackets) -> ``(host, port)``; anything else is refused."""
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit():
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             f"ray address must be host:port (e.g. 10.0.0.5:6379) or 'auto', got {address!r}"
         )
     return host.strip("[]"), int(port)
@@ -142,7 +140,7 @@ def connect(address: str | None) -> bool:
         try:
             socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
         except OSError as exc:
-            raise ClusterUnreachable(
+            raise ClusterUnreachableError(
                 f"cannot reach the Ray cluster at {target}: {exc.strerror or exc} "
                 f"(start its head with `ray start --head --port {port}`, or fix --ray-address)"
             ) from None
@@ -163,7 +161,7 @@ def connect(address: str | None) -> bool:
         )
     except (ConnectionError, RuntimeError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ClusterUnreachable(f"cannot connect to the Ray cluster at {target}: {first}") from None
+        raise ClusterUnreachableError(f"cannot connect to the Ray cluster at {target}: {first}") from None
     return True
 
 
@@ -189,7 +187,7 @@ def check_walls(driver: dict[str, Any], node: dict[str, Any], where: str) -> Non
     """Refuse a node missing a sandbox layer this host has (one line naming the layers)."""
     lacking = sorted(missing_layers(node) - missing_layers(driver))
     if lacking:
-        raise WallsMissing(
+        raise WallsMissingError(
             f"scoring node {where} lacks sandbox layers this host has: {', '.join(lacking)} "
             "(run `rlvr-gym sandbox-info` there and fix it, or take the node out of the cluster)"
         )
@@ -309,7 +307,7 @@ class RayScorer(AwaitableScorer):
         self.max_chars = check_max_chars(max_chars)
         self.item_timeout_s = check_item_timeout(item_timeout_s)
         if cpus_per_actor < 1 or in_flight < 1 or (chunk_size is not None and chunk_size < 1):
-            raise InvalidArgument("cpus_per_actor, in_flight and chunk_size must be >= 1")
+            raise InvalidArgumentError("cpus_per_actor, in_flight and chunk_size must be >= 1")
         self.ray = import_ray()
         self.address = address
         self._owns_connection = connect(address)
@@ -333,13 +331,13 @@ class RayScorer(AwaitableScorer):
             try:
                 self._env_ref = self.ray.put(env)
             except Exception as exc:  # noqa: BLE001 - Ray's pickling errors vary; the message says what to do
-                raise InvalidArgument(
+                raise InvalidArgumentError(
                     f"scoring='ray' ships the env to its actors by pickle, and this one does not pickle ({exc}); "
                     "define the env class at module level or use a registered env id"
                 ) from None
             self._refresh()
             if not self._slots:
-                raise ClusterUnreachable(
+                raise ClusterUnreachableError(
                     f"the Ray cluster at {address or 'auto'} has no node with {cpus_per_actor} free CPU(s) "
                     "for scoring actors (start CPU nodes with `ray start --address HEAD:PORT`)"
                 )
@@ -458,7 +456,7 @@ class RayScorer(AwaitableScorer):
     ) -> list[Verdict | None]:
         """Verdicts in order; ``None`` for items not scored within ``timeout_s`` (``None``: no budget)."""
         if len(completions) != len(tasks):
-            raise InvalidArgument(f"score got {len(completions)} completions for {len(tasks)} tasks")
+            raise InvalidArgumentError(f"score got {len(completions)} completions for {len(tasks)} tasks")
         if not completions:
             return []
         if frozenset(self._alive_nodes()) != self._nodes:
@@ -502,7 +500,7 @@ class RayScorer(AwaitableScorer):
                 self._refresh()
                 if not self._slots:
                     if deadline is None:
-                        raise RunFailed("every Ray scoring actor is gone (all CPU nodes left the cluster)")
+                        raise RunFailedError("every Ray scoring actor is gone (all CPU nodes left the cluster)")
                     break
                 continue
             if not pending:
@@ -658,10 +656,10 @@ def _discard(queue: deque[Any] | None, ref: Any) -> None:
 
 
 __all__ = [
-    "ClusterUnreachable",
+    "ClusterUnreachableError",
     "RayScorer",
     "ScoringActor",
-    "WallsMissing",
+    "WallsMissingError",
     "check_walls",
     "connect",
     "import_ray",

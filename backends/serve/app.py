@@ -26,7 +26,7 @@ from rlvr_gym.backends.scoring import Scorer, make_scorer
 from rlvr_gym.backends.serve.batching import Batcher
 from rlvr_gym.backends.serve.guard import Guard
 from rlvr_gym.backends.serve.journal import Journal
-from rlvr_gym.error import Error, InvalidArgument, NotAvailable
+from rlvr_gym.error import Error, InvalidArgumentError, NotAvailableError
 
 if TYPE_CHECKING:  # the session module imports OpenEnv: loaded once a server is built
     from rlvr_gym.backends.serve.session import HostedEnv
@@ -68,14 +68,14 @@ class ServeOptions:
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgument(f"{name} must be an integer >= 1, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
 
 
 def _openenv() -> Any:
     try:
         from openenv.core.env_server import http_server
     except ImportError as exc:
-        raise NotAvailable(f"serving needs OpenEnv: pip install 'rlvr-gym[openenv]' ({exc})") from None
+        raise NotAvailableError(f"serving needs OpenEnv: pip install 'rlvr-gym[openenv]' ({exc})") from None
     return http_server
 
 
@@ -149,10 +149,10 @@ def create_server(
     options = options or ServeOptions()
     knobs = knobs or {}
     if not env_ids:
-        raise InvalidArgument("name at least one env to serve")
+        raise InvalidArgumentError("name at least one env to serve")
     unknown = sorted(set(knobs) - set(env_ids))
     if unknown:
-        raise InvalidArgument(f"settings given for envs not served: {unknown}")
+        raise InvalidArgumentError(f"settings given for envs not served: {unknown}")
     _openenv()
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
@@ -165,7 +165,7 @@ def create_server(
         one = host_env(name, knobs.get(name, {}), options)
         one.journal = journal
         if one.env_id in hosted:
-            raise InvalidArgument(f"{name!r} is {one.env_id!r}, named twice")
+            raise InvalidArgumentError(f"{name!r} is {one.env_id!r}, named twice")
         hosted[one.env_id] = aliases[name] = one
 
     apps = {env_id: env_app(one, options) for env_id, one in hosted.items()}

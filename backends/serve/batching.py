@@ -7,7 +7,7 @@ scorer (``--scoring ray``) ships them whole. While one batch is scored the next 
 no timer is involved, so a lone request is scored at once.
 
 The queue is bounded (``max_pending`` items): past it a request is refused with
-:class:`ServerBusy` instead of growing memory without limit.
+:class:`ServerBusyError` instead of growing memory without limit.
 """
 
 from __future__ import annotations
@@ -18,14 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rlvr_gym.backends.scoring import Scorer
-from rlvr_gym.error import Error, InvalidArgument
+from rlvr_gym.error import (
+    InvalidArgumentError,
+    ServerBusyError,  # noqa: F401 - defined with the whole tree
+)
 from rlvr_gym.verifiers import Task, Verdict
 
 logger = logging.getLogger("rlvr_gym.backends")
-
-
-class ServerBusy(Error, RuntimeError):
-    """More items are waiting to be scored than the server holds; retry later."""
 
 
 @dataclass(slots=True)
@@ -53,11 +52,11 @@ class Batcher:
     async def score(self, completions: Sequence[object], tasks: Sequence[Task]) -> list[Verdict | None]:
         """Verdicts for the pairs, in order (``None``: left unscored by the scorer's budget)."""
         if len(completions) != len(tasks):
-            raise InvalidArgument(f"{len(completions)} completions but {len(tasks)} tasks")
+            raise InvalidArgumentError(f"{len(completions)} completions but {len(tasks)} tasks")
         if not completions:
             return []
         if self.pending + len(completions) > self.max_pending:
-            raise ServerBusy(
+            raise ServerBusyError(
                 f"{self.pending} items are already waiting to be scored (limit {self.max_pending}); retry later"
             )
         queue = self._queue
@@ -106,4 +105,4 @@ class Batcher:
             self._consumer = None
 
 
-__all__ = ["Batcher", "ServerBusy"]
+__all__ = ["Batcher", "ServerBusyError"]

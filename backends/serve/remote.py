@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rlvr_gym.error import InvalidArgument, NotAvailable
+from rlvr_gym.error import InvalidArgumentError, NotAvailableError
 
 
 def _final_message(completion: object) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def _final_message(completion: object) -> dict[str, Any]:
         for message in reversed(completion):
             if isinstance(message, dict) and message.get("role") == "assistant":
                 return message
-    raise InvalidArgument(f"a completion is text or chat messages, got {type(completion).__name__}")
+    raise InvalidArgumentError(f"a completion is text or chat messages, got {type(completion).__name__}")
 
 
 def remote_env(base_url: str, *, message_timeout_s: float = 120.0) -> type:
@@ -47,7 +47,7 @@ def remote_env(base_url: str, *, message_timeout_s: float = 120.0) -> type:
     try:
         from openenv.core import GenericEnvClient
     except ImportError:
-        raise NotAvailable("the remote env needs OpenEnv's client: pip install 'rlvr-gym[openenv]'") from None
+        raise NotAvailableError("the remote env needs OpenEnv's client: pip install 'rlvr-gym[openenv]'") from None
 
     class RemoteEnv:
         """One rollout's session on the server (see :mod:`rlvr_gym.backends.serve.remote`)."""

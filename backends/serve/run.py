@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rlvr_gym.backends.serve.app import ServeOptions, create_server
-from rlvr_gym.error import InvalidArgument, NotAvailable, RunFailed
+from rlvr_gym.error import InvalidArgumentError, NotAvailableError, RunFailedError
 
 logger = logging.getLogger("rlvr_gym.backends")
 
@@ -31,9 +31,9 @@ def is_loopback(host: str) -> bool:
 def check_bind(host: str, token: str | None) -> None:
     """Refuse a non-loopback bind without a token, and a token too short to guess-proof."""
     if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise InvalidArgument(f"the token must be at least {MIN_TOKEN_CHARS} characters")
+        raise InvalidArgumentError(f"the token must be at least {MIN_TOKEN_CHARS} characters")
     if not is_loopback(host) and token is None:
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             f"binding {host!r} exposes the envs beyond this machine: give a token "
             "(--token or RLVR_GYM_SERVE_TOKEN), or bind 127.0.0.1"
         )
@@ -44,7 +44,7 @@ def uvicorn_config(app: Any, host: str, port: int, options: ServeOptions) -> Any
     try:
         import uvicorn
     except ImportError:
-        raise NotAvailable("serving needs uvicorn: pip install 'rlvr-gym[openenv]'") from None
+        raise NotAvailableError("serving needs uvicorn: pip install 'rlvr-gym[openenv]'") from None
     return uvicorn.Config(
         app,
         host=host,
@@ -84,7 +84,7 @@ def running(
     deadline = time.monotonic() + start_timeout_s
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise RunFailed(f"the server did not start on {host}:{port}")
+            raise RunFailedError(f"the server did not start on {host}:{port}")
         time.sleep(0.02)
     bound = server.servers[0].sockets[0].getsockname()[1]
     try:

@@ -35,7 +35,7 @@ from rlvr_gym.backends.scoring import Scorer
 from rlvr_gym.backends.serve.batching import Batcher
 from rlvr_gym.backends.serve.journal import Journal
 from rlvr_gym.envs import EnvStateError, MultiTurnEnv, SingleTurnEnv
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import Verdict
 
 UNSCORED = "unscored"
@@ -156,9 +156,9 @@ class ServedEnv(Environment):
         """Pose a task: ``index`` (and ``split``) pick it, else ``seed`` does, as ``env.reset``."""
         unknown = sorted(set(options) - {"split", "index"})
         if unknown:
-            raise InvalidArgument(f"unknown reset fields {unknown}; known: seed, episode_id, split, index")
+            raise InvalidArgumentError(f"unknown reset fields {unknown}; known: seed, episode_id, split, index")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise InvalidArgument(f"seed must be an integer, got {seed!r}")
+            raise InvalidArgumentError(f"seed must be an integer, got {seed!r}")
         reset_options = {key: value for key, value in options.items() if value is not None}
         prompt, info = self._env.reset(seed=seed, options=reset_options)
         self._episode = episode_id or str(uuid.uuid4())

@@ -6,7 +6,7 @@ warm worker per core; :class:`CodeVerifier` is the verifier envs use.
 """
 
 from rlvr_gym.verifiers.code.extract import extract_code
-from rlvr_gym.verifiers.code.harness import KINDS, InvalidTests, same_value
+from rlvr_gym.verifiers.code.harness import KINDS, InvalidTestsError, same_value
 from rlvr_gym.verifiers.code.policy import ALLOWED_IMPORTS, compile_submission
 from rlvr_gym.verifiers.code.pool import SandboxPool, default_pool
 from rlvr_gym.verifiers.code.sandbox import Limits
@@ -16,7 +16,7 @@ __all__ = [
     "ALLOWED_IMPORTS",
     "KINDS",
     "CodeVerifier",
-    "InvalidTests",
+    "InvalidTestsError",
     "Limits",
     "SandboxPool",
     "compile_submission",

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rlvr_gym.error import Error, InvalidArgument
+from rlvr_gym.error import ChannelClosedError, ChannelTimeoutError, CodecError, Error, InvalidArgumentError  # noqa: F401 - defined with the whole tree
 
 MAX_FRAME_BYTES = 8 * 1024 * 1024
 """A bigger message from the sandbox is a protocol violation, not something to buffer."""
@@ -53,18 +53,6 @@ SMALL_FRAME = 64 * 1024
 ~22,000 values, ~1.5 MB decoded)."""
 _HEADER = struct.Struct(">I")
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
-
-
-class CodecError(InvalidArgument):
-    """A value that cannot cross the boundary, or a frame that breaks the protocol."""
-
-
-class ChannelClosed(Error, EOFError):
-    """The other end closed the pipe (the sandbox exited or was killed)."""
-
-
-class ChannelTimeout(Error, TimeoutError):
-    """No complete frame arrived before the deadline."""
 
 
 _PLAIN_DICTS = (collections.Counter, collections.defaultdict, collections.OrderedDict)
@@ -268,10 +256,10 @@ class FrameReader:
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0 or not select.select([self.fd], [], [], left)[0]:
-                    raise ChannelTimeout("no reply before the deadline")
+                    raise ChannelTimeoutError("no reply before the deadline")
             chunk = os.read(self.fd, max(1 << 16, needed - len(self.buffer)))
             if not chunk:
-                raise ChannelClosed("the other end closed the channel")
+                raise ChannelClosedError("the other end closed the channel")
             self.buffer += chunk
 
     def read(self, deadline: float | None = None) -> Any:

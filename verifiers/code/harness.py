@@ -47,8 +47,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlvr_gym.error import InvalidArgument
-from rlvr_gym.verifiers.code.codec import Budget, ChannelClosed, CodecError, FrameReader, dumps, encode_value
+from rlvr_gym.error import (
+    InvalidTestsError,  # noqa: F401 - defined with the whole tree
+)
+from rlvr_gym.verifiers.code.codec import (
+    Budget,
+    ChannelClosedError,
+    CodecError,
+    FrameReader,
+    dumps,
+    encode_value,
+)
 from rlvr_gym.verifiers.code.remote import Remote
 
 KINDS = ("assert", "calls", "stdio", "run")
@@ -78,10 +87,6 @@ class SandboxGone(BaseException):
 
 class JudgeTimeout(BaseException):
     """The wall-clock budget ran out (raised by the alarm or by a read past the deadline)."""
-
-
-class InvalidTests(InvalidArgument):
-    """``task["tests"]`` is malformed: a task bug, reported as a verifier ``error``."""
 
 
 @dataclass(slots=True)
@@ -162,7 +167,7 @@ class Session:
         except JudgeTimeout:
             self.gone = "timed out"
             raise
-        except (ChannelClosed, OSError, CodecError) as exc:
+        except (ChannelClosedError, OSError, CodecError) as exc:
             self.gone = f"the sandbox stopped answering ({type(exc).__name__}: {exc})"
 
     def close(self) -> int | None:
@@ -194,7 +199,7 @@ class Session:
             except JudgeTimeout:
                 self.gone = "timed out"
                 raise
-            except (ChannelClosed, OSError, CodecError) as exc:
+            except (ChannelClosedError, OSError, CodecError) as exc:
                 self.gone = f"the sandbox stopped answering ({type(exc).__name__}: {exc})"
                 raise SandboxGone(self.gone) from None
         if not isinstance(reply, dict):
@@ -220,7 +225,7 @@ class Session:
         except JudgeTimeout:
             self.gone = "timed out"
             raise
-        except (ChannelClosed, CodecError) as exc:
+        except (ChannelClosedError, CodecError) as exc:
             self.gone = f"the sandbox exited while loading ({type(exc).__name__})"
             raise SandboxGone(self.gone) from None
         return reply if isinstance(reply, dict) else {"ok": False, "exc": "ProtocolError", "msg": ""}
@@ -624,22 +629,22 @@ def plan_ahead(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
 def validate_tests(spec: object) -> Mapping[str, Any]:
     """Check the shape of ``task["tests"]`` (a task bug must be an ``error``, not a zero)."""
     if not isinstance(spec, Mapping) or spec.get("kind") not in KINDS:
-        raise InvalidTests(f"task tests must be a mapping with kind in {KINDS}, got {spec!r:.200}")
+        raise InvalidTestsError(f"task tests must be a mapping with kind in {KINDS}, got {spec!r:.200}")
     cases = spec.get("cases")
     if not isinstance(cases, list | tuple) or not cases:
-        raise InvalidTests("task tests need a non-empty list of cases")
+        raise InvalidTestsError("task tests need a non-empty list of cases")
     if spec["kind"] == "calls" and not isinstance(spec.get("fn"), str):
-        raise InvalidTests("'calls' tests need the function name in 'fn'")
+        raise InvalidTestsError("'calls' tests need the function name in 'fn'")
     if spec["kind"] == "assert" and not all(isinstance(c, str) for c in cases):
-        raise InvalidTests("'assert' cases must be test code strings")
+        raise InvalidTestsError("'assert' cases must be test code strings")
     if spec["kind"] == "run" and (
         len(cases) != 1 or not isinstance(cases[0], Mapping) or not isinstance(cases[0].get("stdin", ""), str)
     ):
-        raise InvalidTests("'run' tests take exactly one case, a mapping with an optional 'stdin' string")
+        raise InvalidTestsError("'run' tests take exactly one case, a mapping with an optional 'stdin' string")
     if spec["kind"] == "stdio" and not all(
         isinstance(c, Mapping) and isinstance(c.get("stdout"), str) for c in cases
     ):
-        raise InvalidTests("'stdio' cases need an expected 'stdout' string")
+        raise InvalidTestsError("'stdio' cases need an expected 'stdout' string")
     return spec
 
 

@@ -21,8 +21,14 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rlvr_gym.error import NotAvailable
-from rlvr_gym.verifiers.code.codec import ChannelClosed, ChannelTimeout, CodecError, FrameReader, write_frame
+from rlvr_gym.error import NotAvailableError
+from rlvr_gym.verifiers.code.codec import (
+    ChannelClosedError,
+    ChannelTimeoutError,
+    CodecError,
+    FrameReader,
+    write_frame,
+)
 from rlvr_gym.verifiers.code.policy import PRELOAD_ENV
 from rlvr_gym.verifiers.code.sandbox import JUDGE_MEMORY_ENV, NO_NAMESPACES_ENV, UID_BASE, Limits
 
@@ -139,7 +145,7 @@ class SandboxPool:
 
     def _worker(self, slot: int) -> _Worker:
         if self._closed:
-            raise NotAvailable("SandboxPool is closed")
+            raise NotAvailableError("SandboxPool is closed")
         worker = self._workers[slot]
         if worker is None or worker.process.poll() is not None:
             worker = self._workers[slot] = _Worker(self.namespaces)
@@ -160,9 +166,9 @@ class SandboxPool:
         """The worker's outcome of ``job``, the oldest one sent to it and not answered yet."""
         try:
             outcome = worker.replies.read(time.monotonic() + self._budget(job))
-        except ChannelTimeout:
+        except ChannelTimeoutError:
             return self._overran(slot, worker)
-        except (ChannelClosed, CodecError) as exc:
+        except (ChannelClosedError, CodecError) as exc:
             return self._died(slot, worker, exc)
         if outcome.get("retire"):  # it can run nothing more (its fork server died) and is exiting
             worker.kill()
@@ -220,7 +226,7 @@ class SandboxPool:
         worker.sweep()
         try:
             outcome = worker.replies.read(time.monotonic() + RECOVER_S)
-        except (ChannelTimeout, ChannelClosed, CodecError):
+        except (ChannelTimeoutError, ChannelClosedError, CodecError):
             worker.kill()
             self._workers[slot] = None
             return {

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlvr_gym.verifiers.code.codec import (
-    ChannelClosed,
+    ChannelClosedError,
     CodecError,
     FrameReader,
     encode_value,
@@ -114,7 +114,7 @@ def serve(
     while True:
         try:
             request = requests.read()
-        except (ChannelClosed, CodecError):
+        except (ChannelClosedError, CodecError):
             return
         write_frame(reply_fd, _answer(request, code, make_globals, namespace, output_limit, kept))
 

@@ -37,7 +37,10 @@ import socket
 import types
 from typing import Any
 
-from rlvr_gym.error import RunFailed
+from rlvr_gym.error import (
+    RunFailedError,
+    SpawnerGoneError,  # noqa: F401 - defined with the whole tree
+)
 from rlvr_gym.verifiers.code import policy, syscalls
 from rlvr_gym.verifiers.code.rootfs import landlock_scope_self
 from rlvr_gym.verifiers.code.runner import serve
@@ -55,10 +58,6 @@ from rlvr_gym.verifiers.code.sandbox import (
 
 _SETUP_HEADER = 8
 MAX_MESSAGE = 4096
-
-
-class SpawnerGone(RunFailed):
-    """The fork server died: the worker cannot run submissions any more and must be replaced."""
 
 
 def setup_blob(
@@ -110,14 +109,14 @@ class RemoteSandbox:
         everything the submission started and wipe the private dirs; the child's wait status.
 
         Waits until all of that is done, so no process of a submission outlives its verdict.
-        Raises :class:`RunFailed` if the spawner could not fork the child at all (an
+        Raises :class:`RunFailedError` if the spawner could not fork the child at all (an
         infrastructure failure, not the submission's)."""
         for fd in (self.request_fd, self.reply_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
         status, error = self.spawner.finish()
         if error:
-            raise RunFailed(f"could not start the sandbox process: {error}")
+            raise RunFailedError(f"could not start the sandbox process: {error}")
         return status
 
 
@@ -179,7 +178,7 @@ class Spawner:
         except OSError as exc:
             for fd in (request_r, request_w, reply_r, reply_w):
                 os.close(fd)
-            raise SpawnerGone(f"the sandbox spawner is gone ({exc})") from None
+            raise SpawnerGoneError(f"the sandbox spawner is gone ({exc})") from None
         os.close(request_r)
         os.close(reply_w)
         return RemoteSandbox(self, request_w, reply_r)
@@ -190,9 +189,9 @@ class Spawner:
             self.sock.send(b"close")
             reply = self.sock.recv(MAX_MESSAGE)
         except OSError as exc:
-            raise SpawnerGone(f"the sandbox spawner is gone ({exc})") from None
+            raise SpawnerGoneError(f"the sandbox spawner is gone ({exc})") from None
         if not reply:
-            raise SpawnerGone("the sandbox spawner exited")
+            raise SpawnerGoneError("the sandbox spawner exited")
         status, error = marshal.loads(reply)  # from our own fork server, never from a sandbox
         return status, error
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from rlvr_gym.error import Error, InvalidArgument
+from rlvr_gym.error import Error, InvalidArgumentError
 from rlvr_gym.verifiers.code.pool import SandboxPool, default_pool
 from rlvr_gym.verifiers.code.sandbox import Limits
 
@@ -71,7 +71,7 @@ class PythonTool:
     ) -> None:
         self.limits = limits or TOOL_LIMITS
         if self.limits.output_bytes < 1:
-            raise InvalidArgument(f"output_bytes must be >= 1, got {self.limits.output_bytes}")
+            raise InvalidArgumentError(f"output_bytes must be >= 1, got {self.limits.output_bytes}")
         self._pool = pool
         self.restricted = restricted
 
@@ -100,7 +100,7 @@ class PythonTool:
         """
         stdins = list(stdins) if stdins is not None else [""] * len(codes)
         if len(stdins) != len(codes):
-            raise InvalidArgument(f"run_batch got {len(codes)} programs for {len(stdins)} stdins")
+            raise InvalidArgumentError(f"run_batch got {len(codes)} programs for {len(stdins)} stdins")
         results: list[ToolResult | None] = [None] * len(codes)
         jobs, where = [], []
         for index, (code, stdin) in enumerate(zip(codes, stdins, strict=True)):

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers.code.extract import extract_code
 from rlvr_gym.verifiers.code.pool import SandboxPool, default_pool
 from rlvr_gym.verifiers.code.sandbox import Limits
@@ -69,7 +69,7 @@ class CodeVerifier:
     def verify_batch(self, completions: Sequence[object], tasks: Sequence[Task]) -> list[Verdict]:
         """One Verdict per (completion, task) pair, run in parallel on the pool."""
         if len(completions) != len(tasks):
-            raise InvalidArgument(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
+            raise InvalidArgumentError(f"verify_batch got {len(completions)} completions for {len(tasks)} tasks")
         verdicts: list[Verdict | None] = [None] * len(tasks)
         jobs, where, codes = [], [], []
         for index, (completion, task) in enumerate(zip(completions, tasks, strict=True)):

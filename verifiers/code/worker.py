@@ -24,9 +24,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlvr_gym.verifiers.code import policy
-from rlvr_gym.verifiers.code.codec import ChannelClosed, CodecError, FrameReader, dumps, loads, write_frame
+from rlvr_gym.verifiers.code.codec import (
+    ChannelClosedError,
+    CodecError,
+    FrameReader,
+    dumps,
+    loads,
+    write_frame,
+)
 from rlvr_gym.verifiers.code.harness import (
-    InvalidTests,
+    InvalidTestsError,
     Outcome,
     Session,
     judge,
@@ -46,8 +53,8 @@ from rlvr_gym.verifiers.code.sandbox import (
     prctl,
     sandbox_uid,
 )
-from rlvr_gym.verifiers.code.spawner import Spawner, SpawnerGone, setup_blob
-from rlvr_gym.verifiers.code.workspace import Workspace, WorkspaceStuck, empty_tree, remove_tree
+from rlvr_gym.verifiers.code.spawner import Spawner, SpawnerGoneError, setup_blob
+from rlvr_gym.verifiers.code.workspace import Workspace, WorkspaceStuckError, empty_tree, remove_tree
 
 CACHED_SOURCE_CHARS = 20_000
 JUDGE_MEMORY_MB = 2048
@@ -95,7 +102,7 @@ def run_job(
     """Policy check, then one sandboxed process judged to the end; always returns an outcome."""
     try:
         spec = validate_tests(job["tests"])
-    except InvalidTests as exc:
+    except InvalidTestsError as exc:
         return {"status": "error", "errors": [str(exc)]}
     limits = Limits(**job.get("limits", {}))
     restricted = job.get("restricted", True)
@@ -239,14 +246,14 @@ def main() -> int:
     while True:
         try:
             job = jobs.read()
-        except ChannelClosed:
+        except ChannelClosedError:
             spawner.close()
             return 0
         try:
             outcome = run_job(job, isolation, spawner, workspace)
         except (KeyboardInterrupt, SystemExit):
             raise
-        except (SpawnerGone, WorkspaceStuck) as exc:  # nothing more runs here: answer, then retire
+        except (SpawnerGoneError, WorkspaceStuckError) as exc:  # nothing more runs here: answer, then retire
             write_frame(out_fd, {"status": "error", "errors": [str(exc)], "retire": True})
             return 1
         except BaseException as exc:  # noqa: BLE001 - a verifier bug: report it, keep serving

@@ -29,14 +29,11 @@ import contextlib
 import os
 import time
 
+from rlvr_gym.error import WorkspaceStuckError  # noqa: F401 - defined with the whole tree
 from rlvr_gym.verifiers.code import rootfs
 
 WORKDIR_NAME = "work"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-class WorkspaceStuck(OSError):
-    """The working dir could not be removed: the worker must not run another submission."""
 
 
 def _enter(name: str) -> bool:
@@ -195,7 +192,7 @@ class Workspace:
 
     def reset(self) -> None:
         """After a submission (all its processes gone): remove its working dir and whatever else
-        it left, and make the next one. Raises :class:`WorkspaceStuck` if that fails."""
+        it left, and make the next one. Raises :class:`WorkspaceStuckError` if that fails."""
         try:
             if self.own_mount:  # all of it replaced (see the module)
                 os.chdir("/")
@@ -220,4 +217,4 @@ class Workspace:
                 self._collect(time.monotonic() + TRASH_SLICE_S)
             self._lock(writable=False)
         except OSError as exc:
-            raise WorkspaceStuck(exc.errno, f"the working dir could not be replaced: {exc}") from None
+            raise WorkspaceStuckError(exc.errno, f"the working dir could not be replaced: {exc}") from None

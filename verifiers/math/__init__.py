@@ -1,4 +1,4 @@
-"""Math answers: extraction, normalisation, a safe parser, and budgeted sympy equivalence.
+"""Math answers: extraction, normalization, a safe parser, and budgeted sympy equivalence.
 
 Importing this package does not import sympy: plain numbers are settled in the caller, and
 :mod:`rlvr_gym.verifiers.math.parse` / :mod:`rlvr_gym.verifiers.math.symbolic` run in the budgeted worker.

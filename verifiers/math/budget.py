@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr_gym.error import InvalidArgument, RunFailed
+from rlvr_gym.error import InvalidArgumentError, RunFailedError
 
 DEFAULT_TIMEOUT = 3.0
 DEFAULT_MEMORY_MB = 1024
@@ -166,7 +166,7 @@ class Worker:
 
     def __init__(self, target: str, *, memory_mb: int = DEFAULT_MEMORY_MB) -> None:
         if isinstance(memory_mb, bool) or not isinstance(memory_mb, int) or memory_mb < 64:
-            raise InvalidArgument(f"memory_mb must be an int >= 64, got {memory_mb!r}")
+            raise InvalidArgumentError(f"memory_mb must be an int >= 64, got {memory_mb!r}")
         self.target = target
         self.memory_mb = memory_mb
         self._lock = threading.Lock()
@@ -179,7 +179,7 @@ class Worker:
         """Start the worker (and its standby) now and wait until it is ready."""
         with self._lock:
             if self._ensure(time.monotonic() + STARTUP_TIMEOUT) is None:
-                raise RunFailed(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
+                raise RunFailedError(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
             self._warm_in = os.getpid()
 
     def spawn(self) -> None:
@@ -208,7 +208,7 @@ class Worker:
         if active.failed_to_start():
             active.kill()
             self._active = None
-            raise RunFailed(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
+            raise RunFailedError(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
         return None
 
     def call(self, *args: Any, timeout: float = DEFAULT_TIMEOUT) -> Outcome:
@@ -218,7 +218,7 @@ class Worker:
             or not isinstance(timeout, int | float)
             or not 0 < timeout < float("inf")
         ):
-            raise InvalidArgument(f"timeout must be a positive number of seconds, got {timeout!r}")
+            raise InvalidArgumentError(f"timeout must be a positive number of seconds, got {timeout!r}")
         payload = (json.dumps(args) + "\n").encode()
         with self._lock:
             if self._warm_in != os.getpid():  # never ready here (a fresh worker, a forked copy, after close)
@@ -228,7 +228,7 @@ class Worker:
                 # warm standby takes over after a kill, so one hostile answer cannot make the next
                 # call wait for an import.
                 if self._ensure(time.monotonic() + STARTUP_TIMEOUT) is None:
-                    raise RunFailed(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
+                    raise RunFailedError(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
                 self._warm_in = os.getpid()
             started = time.monotonic()
             process = self._ensure(started + timeout)

@@ -3,7 +3,7 @@
 "Evaluate $(1+2i)6-3i$." has the gold ``6+9i``; the question's expression equals it by
 construction, so an echo of the question (whose one line of math is "the answer") passed the
 symbolic check with 1.0 (issue 34, the audit's ``echo`` family on MATH-500). An answer is the
-work's result only if it is not a copy of the question's math: when, normalised, it is one of the
+work's result only if it is not a copy of the question's math: when, normalized, it is one of the
 question's math spans, or it holds the whole question, it is refused — unless it is the gold as
 written (a question may name its answer among its choices) or a lone symbol or word (``C``,
 ``Evelyn``: a choice named, not an expression left unworked). A number is not spared: "Express
@@ -36,7 +36,7 @@ def _is_word(key: str) -> bool:
 def copied_from_question(answer: str, question: str, gold: str) -> bool:
     """True when ``answer`` is one of ``question``'s math expressions (or the whole question) copied.
 
-    Never true for the gold as written (normalised) or a lone symbol or word.
+    Never true for the gold as written (normalized) or a lone symbol or word.
     """
     if len(question) > MAX_QUESTION_CHARS:
         return False

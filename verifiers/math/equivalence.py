@@ -1,6 +1,6 @@
 """Is a predicted answer the same as the gold one?
 
-:func:`check` runs in the caller's process and settles what it can cheaply: equal normalised
+:func:`check` runs in the caller's process and settles what it can cheaply: equal normalized
 strings, exact numbers (``fractions``), text answers, hedges. Only what remains goes to
 :func:`rlvr_gym.verifiers.math.symbolic.compare_symbolic`, which parses both sides with our own grammar and compares them with
 sympy (:mod:`rlvr_gym.verifiers.math.symbolic`), inside the budgeted worker of
@@ -64,7 +64,7 @@ _DANGLING = re.compile(
 
 
 def incomplete(text: str) -> str | None:
-    """Why ``text`` (normalised) is cut off, or ``None``: decided here, never in the worker.
+    """Why ``text`` (normalized) is cut off, or ``None``: decided here, never in the worker.
 
     Unbalanced braces or brackets, a trailing operator or command, a left-over ``\\boxed`` or
     opening delimiter: what a completion stopped mid-answer leaves behind.
@@ -146,7 +146,7 @@ def numbers_equal(
 ) -> bool:
     """Exact equality, or the documented decimal rule of :mod:`rlvr_gym.verifiers.math.exactness`.
 
-    ``gold``/``pred`` are the normalised strings (their written decimal places matter);
+    ``gold``/``pred`` are the normalized strings (their written decimal places matter);
     ``precision`` is the fewest places a written decimal needs to stand for a value.
     """
     if gold_value == pred_value:

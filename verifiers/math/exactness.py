@@ -23,7 +23,7 @@ import math
 import re
 from fractions import Fraction
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 
 MIN_PLACES = 6
 MAX_PRECISION = 30
@@ -43,9 +43,9 @@ def terminates_within(value: Fraction, places: int) -> bool:
 
 
 def check_precision(precision: object) -> int:
-    """``precision`` as an int in ``[1, MAX_PRECISION]``, else :class:`InvalidArgument`."""
+    """``precision`` as an int in ``[1, MAX_PRECISION]``, else :class:`InvalidArgumentError`."""
     if isinstance(precision, bool) or not isinstance(precision, int) or not 1 <= precision <= MAX_PRECISION:
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             f"precision must be an int in [1, {MAX_PRECISION}] decimal places, got {precision!r}"
         )
     return precision

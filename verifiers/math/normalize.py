@@ -1,4 +1,4 @@
-"""Normalisation of answer strings, and the exact in-process number fast path.
+"""Normalization of answer strings, and the exact in-process number fast path.
 
 Everything here is regular expressions and :class:`fractions.Fraction` on bounded strings, so it
 is cheap and safe to run in the caller's process: the common GSM8K case never needs sympy.
@@ -187,7 +187,7 @@ def normalize(answer: str) -> str:
 
 
 def fast_number(text: str) -> Fraction | None:
-    """The exact value of a *normalised* plain number, or ``None`` (then sympy may still try).
+    """The exact value of a *normalized* plain number, or ``None`` (then sympy may still try).
 
     Accepts integers, decimals (``.35``), ``a/b``, ``\\frac{a}{b}`` and scientific notation
     with |exponent| <= ``MAX_EXPONENT``. Never NaN or infinity: those are not numbers here.
@@ -214,14 +214,14 @@ def fast_number(text: str) -> Fraction | None:
 
 
 def decimal_comma(text: str, *, lists: bool = False) -> str | None:
-    """A *normalised* number written with a decimal comma, rewritten with a point, or ``None``.
+    """A *normalized* number written with a decimal comma, rewritten with a point, or ``None``.
 
     Rules (the caller applies them only when the gold answer is one number, since ``1,2`` is
     otherwise a list): ``2,74`` and ``3,5`` (one or two digits after the comma), ``0,111``
     (a leading zero group cannot be a thousands group) and ``2,71828`` (four or more digits)
     are decimal commas; ``1.000,99`` is a dot-grouped thousands number with a decimal comma.
     ``1,234`` (exactly three digits after a non-zero group) stays a thousands separator: it is
-    normalised to ``1234`` before this is asked. ``lists=True`` (a gold answer, where ``1,5`` may
+    normalized to ``1234`` before this is asked. ``lists=True`` (a gold answer, where ``1,5`` may
     be the list 1 and 5) accepts only the unambiguous ``1.000,99``.
     """
     if match := _EURO_THOUSANDS.fullmatch(text):

@@ -1,9 +1,9 @@
-"""A whitelist tokenizer and recursive-descent parser from (normalised) LaTeX to sympy objects.
+"""A whitelist tokenizer and recursive-descent parser from (normalized) LaTeX to sympy objects.
 
 Model text never reaches ``eval``, ``sympify`` or ``parse_expr``: every token is matched by a
 regular expression and every sympy object is built by a named constructor. Sizes are bounded
 (tokens, nesting depth, digits, powers, factorials) so hostile input fails fast with
-:class:`ParseError` / :class:`TooLarge`; what still runs long is stopped by the worker budget.
+:class:`ParseError` / :class:`TooLargeError`; what still runs long is stopped by the worker budget.
 
 The parse result is a sympy expression or one of the small containers below.
 """
@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import sympy
 
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError, ParseError, TooLargeError  # noqa: F401 - defined with the whole tree
 
 MAX_TOKENS = 400
 MAX_DEPTH = 40
@@ -27,14 +27,6 @@ MAX_FACTORIAL = 500
 
 PM = sympy.Symbol("_pm", positive=True)
 """Stands for ``±``: an expression holding it denotes two values (PM = 1 and PM = -1)."""
-
-
-class ParseError(InvalidArgument):
-    """The text is not in the math grammar we accept."""
-
-
-class TooLarge(ParseError):
-    """The text denotes a number too large to build (a power tower, a huge factorial)."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +169,7 @@ def tokenize(text: str) -> list[tuple[str, str]]:
         if kind == "space" or value in _SKIP:
             continue
         if kind == "num" and len(value) > MAX_DIGITS:
-            raise TooLarge(f"a number of {len(value)} digits")
+            raise TooLargeError(f"a number of {len(value)} digits")
         tokens.append((kind, value))
         if len(tokens) > MAX_TOKENS:
             raise ParseError(f"more than {MAX_TOKENS} tokens")
@@ -188,7 +180,7 @@ def _check_power(base: sympy.Expr, exponent: sympy.Expr) -> None:
     """Refuse powers whose exact value would be enormous, before sympy computes them."""
     if not (exponent.is_number and base.is_number):
         if exponent.is_Integer and abs(int(exponent)) > MAX_SYMBOLIC_EXPONENT:
-            raise TooLarge(f"symbolic power with exponent {exponent}")
+            raise TooLargeError(f"symbolic power with exponent {exponent}")
         return
     if exponent.is_Rational:
         numerator = abs(int(exponent.p))
@@ -198,9 +190,9 @@ def _check_power(base: sympy.Expr, exponent: sympy.Expr) -> None:
         if base.is_Rational:
             bits = max(abs(int(base.p)).bit_length(), abs(int(base.q)).bit_length())
             if numerator * bits > MAX_POWER_BITS:
-                raise TooLarge(f"a power of about {numerator * bits} bits")
+                raise TooLargeError(f"a power of about {numerator * bits} bits")
         elif numerator > MAX_SYMBOLIC_EXPONENT:
-            raise TooLarge(f"power with exponent {exponent}")
+            raise TooLargeError(f"power with exponent {exponent}")
 
 
 class _Parser:
@@ -367,14 +359,14 @@ class _Parser:
             self.take()
             value = _scalar(value)
             if not (value.is_Integer and 0 <= int(value) <= MAX_FACTORIAL):
-                raise TooLarge(f"factorial of {value}")
+                raise TooLargeError(f"factorial of {value}")
             value = sympy.factorial(value)
         if self.peek() == "_" or self.kind() == "sub":
             raise ParseError("subscripts (bases, indices) are compared as text")
         return value
 
     def parse_index(self) -> sympy.Expr:
-        """A subscript: ``_{n-k-1}``, a whole number (``_10``: normalising dropped its braces), or
+        """A subscript: ``_{n-k-1}``, a whole number (``_10``: normalizing dropped its braces), or
         one letter standing alone (``_k``). ``_ab`` (from ``_{ab}``) is ambiguous: refused."""
         if self.kind() == "sub":
             index = self.take()[1:]
@@ -514,7 +506,7 @@ class _Parser:
             and span.is_number
             and (operator == r"\prod" if endless else abs(span) > MAX_TERMS)
         ):
-            raise TooLarge(f"{operator} over more than {MAX_TERMS} terms")
+            raise TooLargeError(f"{operator} over more than {MAX_TERMS} terms")
         level = sympy.Symbol(f"_b{len(self.bound)}")
         body = body.subs(sympy.Symbol(var.lstrip("\\")), level)
         return _BIG[operator](body, (level, lo, hi))
@@ -630,7 +622,7 @@ class _Parser:
 
 
 _LETTERS = {"i": sympy.I, "e": sympy.E}
-"""``i`` is the imaginary unit and ``e`` Euler's number (``\\mathrm{e}`` is normalised to ``e``)."""
+"""``i`` is the imaginary unit and ``e`` Euler's number (``\\mathrm{e}`` is normalized to ``e``)."""
 
 
 def _number(token: str) -> sympy.Rational:
@@ -707,7 +699,7 @@ __all__ = [
     "Matrix",
     "ParseError",
     "Relation",
-    "TooLarge",
+    "TooLargeError",
     "Union",
     "parse",
     "tokenize",

@@ -1,4 +1,4 @@
-"""Rewrites of one answer form into another, on normalised strings, before any comparison.
+"""Rewrites of one answer form into another, on normalized strings, before any comparison.
 
 Two families that name the same object in different notations:
 

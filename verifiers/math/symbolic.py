@@ -24,7 +24,7 @@ from rlvr_gym.verifiers.math.parse import (
     Matrix,
     ParseError,
     Relation,
-    TooLarge,
+    TooLargeError,
     Union,
     is_finite_number,
     parse,
@@ -214,7 +214,7 @@ def same(a: object, b: object) -> bool:
 
 
 def compare_symbolic(gold: str, pred: str, precision: int = MIN_PLACES) -> list[str]:
-    """Worker entry point: ``[status, why]`` for two normalised answers. Runs under the budget.
+    """Worker entry point: ``[status, why]`` for two normalized answers. Runs under the budget.
 
     ``precision``: the fewest decimal places a written decimal needs to stand for an exact value.
     """
@@ -232,7 +232,7 @@ def compare_symbolic(gold: str, pred: str, precision: int = MIN_PLACES) -> list[
         return [DIFFERENT, f"gold is not math ({exc}); compared as text"]
     try:
         pred_value = parse(pred)
-    except TooLarge as exc:
+    except TooLargeError as exc:
         return [TOO_LARGE, str(exc)]
     except ParseError as exc:
         return [INVALID, str(exc)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlvr_gym.error import InvalidArgument, InvalidType, RunFailed
+from rlvr_gym.error import InvalidArgumentError, InvalidTypeError, RunFailedError
 from rlvr_gym.verifiers.math import equivalence
 from rlvr_gym.verifiers.math.budget import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Worker, shared_worker
 from rlvr_gym.verifiers.math.copied import copied_from_question
@@ -68,11 +68,11 @@ class MathVerifier:
         question_key: str | None = None,
     ) -> None:
         if not isinstance(answer_key, str) or not answer_key:
-            raise InvalidArgument(f"answer_key must be a non-empty string, got {answer_key!r}")
+            raise InvalidArgumentError(f"answer_key must be a non-empty string, got {answer_key!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 60:
-            raise InvalidArgument(f"timeout must be in (0, 60] seconds, got {timeout!r}")
+            raise InvalidArgumentError(f"timeout must be in (0, 60] seconds, got {timeout!r}")
         if question_key is not None and (not isinstance(question_key, str) or not question_key):
-            raise InvalidArgument(f"question_key must be a non-empty string or None, got {question_key!r}")
+            raise InvalidArgumentError(f"question_key must be a non-empty string or None, got {question_key!r}")
         self.answer_key = answer_key
         self.question_key = question_key
         self.last_number_fallback = bool(last_number_fallback)
@@ -107,7 +107,7 @@ class MathVerifier:
     def __call__(self, completion: str, task: Task) -> Verdict:
         gold = task[self.answer_key]
         if not isinstance(gold, str | int):
-            raise InvalidType(f"task[{self.answer_key!r}] must be a str or int, got {type(gold).__name__}")
+            raise InvalidTypeError(f"task[{self.answer_key!r}] must be a str or int, got {type(gold).__name__}")
         if len(completion) > MAX_COMPLETION_CHARS:
             return Verdict.fail(
                 Reason.BAD_FORMAT, why=f"completion longer than {MAX_COMPLETION_CHARS} characters"
@@ -142,7 +142,7 @@ class MathVerifier:
         if result.status == equivalence.EQUAL:
             return Verdict.correct(answer, path=result.path)
         if result.status == equivalence.ERROR:
-            raise RunFailed(f"symbolic worker failed: {result.why}")
+            raise RunFailedError(f"symbolic worker failed: {result.why}")
         return Verdict.fail(_REASONS[result.status], answer, path=result.path, why=result.why)
 
     def __repr__(self) -> str:
