@@ -1,5 +1,5 @@
-"""A tool env the tiny model learns on a CPU: ``big-add``, its warm start on reference episodes
-as TRL's tool loop renders them, and GRPO raising accuracy and tool use (slow)."""
+"""A tool env for the tiny model: ``big-add``, and the warm start on reference episodes as TRL's
+tool loop renders them."""
 
 from __future__ import annotations
 
@@ -129,3 +129,4 @@ def test_the_tool_tokenizer_writes_a_number_the_same_in_the_question_and_the_cal
 
 def _contains(ids: list[int], part: list[int]) -> bool:
     return any(ids[i : i + len(part)] == part for i in range(len(ids) - len(part) + 1))
+
