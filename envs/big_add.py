@@ -52,7 +52,13 @@ class BigAddEnv(MultiTurnEnv):
     default_max_turns: ClassVar[int] = 3
 
     def __init__(
-        self, *, digits: int = 3, seed: int = 0, train_size: int = 10_000, test_size: int = 500, **options: Any
+        self,
+        *,
+        digits: int = 3,
+        seed: int = 0,
+        train_size: int = 10_000,
+        test_size: int = 500,
+        **options: Any,
     ) -> None:
         super().__init__(**options)
         for name, value in (("digits", digits), ("train_size", train_size), ("test_size", test_size)):

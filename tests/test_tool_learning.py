@@ -28,7 +28,9 @@ def tool_tokenizer(big_add, tmp_path_factory):
 
     from rlvr_gym.trainers.tiny_model import build_tiny_model
 
-    return AutoTokenizer.from_pretrained(build_tiny_model(tmp_path_factory.mktemp("tiny"), big_add, tools=True))
+    return AutoTokenizer.from_pretrained(
+        build_tiny_model(tmp_path_factory.mktemp("tiny"), big_add, tools=True)
+    )
 
 
 def test_the_reference_episode_is_one_add_call_then_its_result(big_add):
@@ -74,14 +76,22 @@ def _trl_stream(tokenizer, env, index: int) -> list[int]:
     from trl import GRPOTrainer
 
     trainer = SimpleNamespace(  # the attributes _get_tool_suffix_ids reads
-        processing_class=tokenizer, _tokenizer=tokenizer, _is_vlm=False, chat_template=None, chat_template_kwargs={}
+        processing_class=tokenizer,
+        _tokenizer=tokenizer,
+        _is_vlm=False,
+        chat_template=None,
+        chat_template_kwargs={},
     )
     tools = env.tool_schemas()
     obs, info = env.reset(options={"index": index, "split": "train"})
-    ids = tokenizer.apply_chat_template(obs, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=False)
+    ids = tokenizer.apply_chat_template(
+        obs, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=False
+    )
     messages = list(obs)
     for action in env.reference_episode(info["task"]):
-        head = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+        head = tokenizer.apply_chat_template(
+            messages, tools=tools, add_generation_prompt=True, tokenize=False
+        )
         obs, *_ = env.step(action)
         written = tokenizer.apply_chat_template([*messages, obs[len(messages)]], tools=tools, tokenize=False)
         ids += tokenizer(written[len(head) :].rstrip("\n"), add_special_tokens=False)["input_ids"]
@@ -129,4 +139,3 @@ def test_the_tool_tokenizer_writes_a_number_the_same_in_the_question_and_the_cal
 
 def _contains(ids: list[int], part: list[int]) -> bool:
     return any(ids[i : i + len(part)] == part for i in range(len(ids) - len(part) + 1))
-

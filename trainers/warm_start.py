@@ -90,7 +90,9 @@ def warm_start(
     return out
 
 
-def _batch_loss(model: Any, rows: list[tuple[list[int], list[int]]], pad: int, *, head_on_labels: bool) -> Any:
+def _batch_loss(
+    model: Any, rows: list[tuple[list[int], list[int]]], pad: int, *, head_on_labels: bool
+) -> Any:
     """Mean next-token loss on the labelled tokens. ``head_on_labels``: the LM head runs on those
     positions only — on a tool env's episodes (a ~250-token prompt with tool schemas, ~30 labelled
     tokens) the head over every position is most of a step's cost. Single-step envs keep the
