@@ -39,6 +39,7 @@ register("mbpp-v0", "rlvr_gym.envs.mbpp:MbppEnv")  # the real MBPP: hub or a loc
 register("mbpp-sample-v0", "rlvr_gym.envs.mbpp:MbppSampleEnv")  # 12 tasks we wrote, offline
 register("gsm8k-python-v0", "rlvr_gym.envs.python_tool_envs:GSM8KPythonEnv")
 register("math500-python-v0", "rlvr_gym.envs.python_tool_envs:MATH500PythonEnv")
+register("big-add-v0", "rlvr_gym.envs.big_add:BigAddEnv")  # the tool env a tiny model learns
 register("humaneval-feedback-v0", "rlvr_gym.envs.humaneval_feedback:HumanEvalFeedbackEnv")
 register("countdown-v0", "rlvr_gym.envs.countdown:CountdownEnv")
 register("ifeval-v0", "rlvr_gym.envs.ifeval:IFEvalEnv")

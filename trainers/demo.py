@@ -50,15 +50,39 @@ collapses onto one answer). The env's own defaults (two-step word problems up to
 
 
 TINY_DEMO_TOOLS: dict[str, Any] = {
-    "warm_start_steps": 120,
+    "warm_start_steps": 300,
     "num_generations": 4,
     "prompts_per_step": 2,
     "max_completion_length": 96,
     "max_prompt_length": 4096,
 }
 """What a tool env's demo changes (on top of :data:`TINY_DEMO`): the warm start is on reference
-episodes (a tool call, then the answer; 120 steps teach the tiny model the call format), which
-need room to be written, and prompts carry the tools' schemas (~800 tokens to the tiny model)."""
+episodes (a tool call, then the answer), which need room to be written, and prompts carry the
+tools' schemas (~450 tokens to the tiny model). ``train --env gsm8k-python --max-steps 2``, seed
+0, measured 2026-11-27: 300 steps give 0.62 and 0.75 tool calls an episode in TRL's sampled
+rollouts; 120 steps gave 0.00 (greedy, that model writes a valid call; sampled at temperature 1
+its calls break)."""
+
+
+TINY_DEMO_RUN: dict[str, dict[str, Any]] = {
+    "big-add": {
+        "warm_start_steps": 600,
+        "num_generations": 8,
+        "prompts_per_step": 2,
+        "max_completion_length": 80,
+        "learning_rate": 1e-4,
+        "beta": 0.04,
+        "max_steps": 100,
+    },
+}
+"""Run settings of one env's demo, over :data:`TINY_DEMO` and :data:`TINY_DEMO_TOOLS`. ``big-add``
+(seed 0, measured 2026-11-27): after the 600-step warm start (256 episodes) the sampled model
+writes a valid ``add`` call in 39 of 40 episodes with both numbers copied in 36, but copies the
+tool's result into its answer in 4 (accuracy 0.10). GRPO at ``learning_rate=1e-3, beta=0`` (the
+arith demo's rate) collapsed it within 10 steps (entropy 0.24 -> 7.5, no calls): one batch with
+reward variance, then Adam's momentum kept moving every weight through the zero-gradient steps
+that followed. At ``1e-4`` and ``beta=0.04`` it stays stable, but accuracy did not rise within
+100 steps (about 0.05 throughout): this demo does not yet show GRPO teaching the tool."""
 
 
 def is_tool_env(env_id: str) -> bool:
@@ -93,7 +117,8 @@ def demo_config(env_id: str, **settings: Any) -> RunConfig:
                 "answers; --max-completion-length sets it)"
             )
             settings["max_completion_length"] = fitted
-    return RunConfig(**{**TINY_DEMO, **tools, **settings, "env_id": env_id, "env_kwargs": env_kwargs})
+    preset = {**TINY_DEMO, **tools, **TINY_DEMO_RUN.get(env_id, {})}
+    return RunConfig(**{**preset, **settings, "env_id": env_id, "env_kwargs": env_kwargs})
 
 
 

@@ -22,13 +22,10 @@ from rlvr_gym.backends.console import announce
 from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
 from rlvr_gym.error import InvalidArgumentError, RunFailedError
 
-EPISODE_TASKS = 32
-"""Reference episodes played once and reused by a tool env's warm start (their tool calls cost a
-sandbox run each)."""
-EPISODE_CONTEXT = 64
-"""Tokens of context kept before each assistant turn of a warm-start episode: a tool env's prompt
-(system prompt, tool schemas, question) is ~800 tokens to the tiny model, and the tool-call format
-is learnt from the end of it at a tenth of the cost."""
+EPISODE_TASKS = 256
+"""Reference episodes played once and reused by a tool env's warm start (a tool call may cost a
+sandbox run). Enough distinct tasks that copying the question into a call is learnt as copying:
+with 32, big-add's tiny model saw 64 numbers and wrote those."""
 
 DONE_FILE = "warm_start.json"
 TIMED_STEPS = 5
@@ -64,11 +61,7 @@ def warm_start(
     rng = random.Random(seed)
     episodes: list[tuple[list[int], list[int]]] = []
     if isinstance(env, MultiTurnEnv):
-        chosen = rng.sample(range(len(tasks)), min(EPISODE_TASKS, len(tasks)))
-        episodes = [
-            encode_episode(tokenizer, env, env.splits[0], index, context_tokens=EPISODE_CONTEXT)
-            for index in chosen
-        ]
+        episodes = reference_episodes(tokenizer, env, rng)
     torch.manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -83,14 +76,7 @@ def warm_start(
             rows = [episodes[rng.randrange(len(episodes))] for _ in range(batch_size)]
         else:
             rows = [_encode(tokenizer, env, tasks[rng.randrange(len(tasks))]) for _ in range(batch_size)]
-        width = max(len(ids) for ids, _ in rows)
-        pad = tokenizer.pad_token_id
-        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in rows])
-        labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in rows])
-        attention = (
-            torch.arange(width)[None, :] < torch.tensor([len(ids) for ids, _ in rows])[:, None]
-        ).long()
-        loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+        loss = _batch_loss(model, rows, tokenizer.pad_token_id, head_on_labels=bool(episodes))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -102,6 +88,28 @@ def warm_start(
     if done_marker is not None:  # last: a folder killed while saving has no marker, and is redone
         (out / DONE_FILE).write_text(json.dumps(done_marker, sort_keys=True) + "\n", encoding="utf-8")
     return out
+
+
+def _batch_loss(
+    model: Any, rows: list[tuple[list[int], list[int]]], pad: int, *, head_on_labels: bool
+) -> Any:
+    """Mean next-token loss on the labelled tokens. ``head_on_labels``: the LM head runs on those
+    positions only — on a tool env's episodes (a ~250-token prompt with tool schemas, ~30 labelled
+    tokens) the head over every position is most of a step's cost. Single-step envs keep the
+    model's own loss (the same value; their demo's figures were measured with it)."""
+    import torch
+
+    width = max(len(ids) for ids, _ in rows)
+    input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in rows])
+    labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in rows])
+    attention = (torch.arange(width)[None, :] < torch.tensor([len(ids) for ids, _ in rows])[:, None]).long()
+    if not head_on_labels:
+        return model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+    hidden = model.get_decoder()(input_ids=input_ids, attention_mask=attention).last_hidden_state
+    targets = labels[:, 1:]
+    keep = targets != -100
+    logits = model.get_output_embeddings()(hidden[:, :-1][keep])
+    return torch.nn.functional.cross_entropy(logits.float(), targets[keep])
 
 
 def finished_warm_start(out_dir: str | Path, marker: dict[str, Any]) -> bool:
@@ -125,6 +133,20 @@ def _encode(tokenizer, env: SingleTurnEnv, task) -> tuple[list[int], list[int]]:
         tokenizer.eos_token_id
     ]
     return prompt_ids + answer_ids, [-100] * len(prompt_ids) + answer_ids
+
+
+def reference_episodes(
+    tokenizer: Any, env: MultiTurnEnv, rng: random.Random, count: int = EPISODE_TASKS
+) -> list[tuple[list[int], list[int]]]:
+    """``count`` reference episodes of ``env``'s first split, encoded whole.
+
+    The whole context, as TRL's tool loop feeds it (prompt, the call, the tool's reply): the
+    earlier warm start kept 64 tokens before each turn to save time, and the model it made, shown
+    the ~450-token prompt it had never seen, wrote ``</tool_call>`` and no call (0 tool calls an
+    episode in ``train --env gsm8k-python``)."""
+    tasks = env.tasks(env.splits[0])
+    chosen = rng.sample(range(len(tasks)), min(count, len(tasks)))
+    return [encode_episode(tokenizer, env, env.splits[0], index) for index in chosen]
 
 
 def encode_episode(

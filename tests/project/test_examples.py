@@ -47,7 +47,7 @@ def test_the_fraction_parser_never_evaluates_and_handles_mixed_numbers():
 
 pytest.importorskip("trl", reason="the training examples need rlvr-gym[trl]")
 
-from examples import eval_before_after, train_gsm8k  # noqa: E402
+from examples import eval_before_after, train_gsm8k, train_tool_use  # noqa: E402
 
 
 def test_train_gsm8k_recipe_defaults(capsys):
@@ -112,3 +112,16 @@ def test_eval_before_after_training(tmp_path, capsys):
     page = (out / "report.html").read_text()
     assert "eval-before" in page and "eval-after" in page and page.count("<img ") >= 3
     assert "report:" in text and "pass@4" in text
+
+
+@pytest.mark.slow
+def test_train_tool_use_runs_the_tool_loop_from_an_episode_warm_start(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    out = tmp_path / "run"
+    assert train_tool_use.main(["--max-steps", "2", "--warm-start-steps", "5", "--output-dir", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "accuracy: first fifth" in text and "tool calls an episode: first fifth" in text
+    marker = json.loads((out / "warm-start" / "warm_start.json").read_text())
+    assert marker["env_id"] == "big-add-v0" and marker["steps"] == 5
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert len([r for r in rows if "tools/calls_per_episode" in r]) == 2
