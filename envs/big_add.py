@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from rlvr_gym.envs.generated import GeneratedTasks
 from rlvr_gym.envs.tool_env import MultiTurnEnv, tool
-from rlvr_gym.error import InvalidArgument
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import NumberMatch, Rubric, Task
 
 ADD_PROMPT = (
@@ -63,11 +63,11 @@ class BigAddEnv(MultiTurnEnv):
         super().__init__(**options)
         for name, value in (("digits", digits), ("train_size", train_size), ("test_size", test_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgument(f"{name} must be an integer >= 1, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
         if digits > MAX_DIGITS:
-            raise InvalidArgument(f"digits must be at most {MAX_DIGITS}, got {digits}")
+            raise InvalidArgumentError(f"digits must be at most {MAX_DIGITS}, got {digits}")
         if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InvalidArgument(f"seed must be an integer, got {seed!r}")
+            raise InvalidArgumentError(f"seed must be an integer, got {seed!r}")
         self.digits, self.seed = digits, seed
         self.sizes = {"train": train_size, "test": test_size}
         self.rubric = Rubric({"correct": NumberMatch("answer")})

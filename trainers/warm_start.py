@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_gym.backends.console import announce
+from rlvr_gym.backends.run_layout import WARM_START_DONE_FILE
 from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
 from rlvr_gym.error import InvalidArgumentError, RunFailedError
 
@@ -27,7 +28,6 @@ EPISODE_TASKS = 256
 sandbox run). Enough distinct tasks that copying the question into a call is learnt as copying:
 with 32, big-add's tiny model saw 64 numbers and wrote those."""
 
-DONE_FILE = "warm_start.json"
 TIMED_STEPS = 5
 
 
@@ -86,7 +86,7 @@ def warm_start(
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     if done_marker is not None:  # last: a folder killed while saving has no marker, and is redone
-        (out / DONE_FILE).write_text(json.dumps(done_marker, sort_keys=True) + "\n", encoding="utf-8")
+        (out / WARM_START_DONE_FILE).write_text(json.dumps(done_marker, sort_keys=True) + "\n", encoding="utf-8")
     return out
 
 
@@ -114,7 +114,7 @@ def _batch_loss(
 
 def finished_warm_start(out_dir: str | Path, marker: dict[str, Any]) -> bool:
     """Whether ``out_dir`` holds a warm start that finished with exactly these settings."""
-    path = Path(out_dir) / DONE_FILE
+    path = Path(out_dir) / WARM_START_DONE_FILE
     try:
         return json.loads(path.read_text(encoding="utf-8")) == json.loads(json.dumps(marker, sort_keys=True))
     except (OSError, ValueError):
