@@ -24,7 +24,7 @@ import pytest
 
 from tests.verifiers.code.test_walls import ROOT, _as_ordinary_user, _needs_landlock
 
-PROBES = str(ROOT / "tests" / "sandbox_probes.py")
+PROBES = str(ROOT / "tests" / "support" / "sandbox_probes.py")
 
 
 @pytest.fixture(scope="module")
