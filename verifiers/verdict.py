@@ -78,6 +78,11 @@ class Verdict:
     ) -> Verdict:
         return cls(score, False, reason, answer, details)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
+        """The verdict :meth:`to_dict` wrote (details as JSON holds them)."""
+        return cls(data["score"], data["passed"], Reason(data["reason"]), data["answer"], data["details"])
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict (details that JSON cannot hold are rendered with ``repr``)."""
         return {

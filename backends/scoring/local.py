@@ -22,6 +22,7 @@ a GIL-holding check can stall the process past the budget; a warning says so onc
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import logging
 import math
 import pickle
@@ -38,7 +39,7 @@ from rlvr_gym.backends.scoring import (
     capped_verify_batch,
     check_max_chars,
 )
-from rlvr_gym.backends.scoring.worker import DONE, ProcessWorker
+from rlvr_gym.backends.scoring.worker import DONE, ProcessWorker, receive
 from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import Reason, Task, Verdict
@@ -51,6 +52,15 @@ batch-wide part). Capped at a quarter of the batch's budget, so the stuck item, 
 start (~1 s here) and the rest of the batch fit in the batch's budget."""
 START_TIMEOUT_S = 60.0
 """How long the first batch waits for the worker to import and load the env (once a scorer)."""
+
+
+def sendable(completion: object) -> bool:
+    """Whether JSON carries ``completion`` as it is (text, or chat messages made of JSON values)."""
+    try:
+        json.dumps(completion)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def item_budget(item_timeout_s: float, timeout_s: float | None) -> float:
@@ -228,7 +238,14 @@ class LocalScorer(AwaitableScorer):
     ) -> list[Verdict | None]:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         results: list[Verdict | None] = [None] * len(completions)
-        todo = list(range(len(completions)))
+        todo = []
+        for index, completion in enumerate(completions):
+            if sendable(completion):
+                todo.append(index)
+            else:  # completions travel to the worker as JSON: text or chat messages
+                results[index] = Verdict.fail(
+                    Reason.BAD_FORMAT, why=f"a completion is text or chat messages, not {type(completion).__name__}"
+                )
         while todo:
             worker = self._ready_worker(deadline)
             if worker is None:
@@ -283,7 +300,7 @@ class LocalScorer(AwaitableScorer):
             now = time.monotonic()
             wait = item_budget / 4 if deadline is None else max(0.0, min(item_budget / 4, deadline - now))
             try:
-                message = worker.inbox.recv() if worker.inbox.poll(wait) else None
+                message = receive(worker.inbox) if worker.inbox.poll(wait) else None
             except (EOFError, OSError):
                 return "died" if worker.marker.get() is not None else "failed: the scoring worker died"
             if message == DONE:

@@ -8,14 +8,18 @@ alone is charged (``timeout``) and the rest of its batch is scored by a fresh wo
 The child is a plain ``python -m`` of this module (not ``multiprocessing``'s spawn or forkserver,
 which import the trainer's ``__main__`` again; not ``fork``, unsafe once a trainer has threads).
 It reads the pickled env once (pools and math workers pickle as settings and restart here), then
-answers batches on a pipe pair: ``("verdicts", [(index, Verdict), ...])`` every
-:data:`FLUSH_S` and at the end, then ``DONE``. Which item it is checking now is in a shared
+answers batches on a pipe pair: ``["verdicts", [[index, verdict dict], ...]]`` every
+:data:`FLUSH_S` and at the end, then ``DONE``. Whatever carries model text — the completions in,
+the verdicts (which quote answers) out, every message the trainer reads — travels as JSON, never
+as a pickle: no model text reaches ``pickle.loads`` in either process. Only the env (once) and the
+tasks (the data set's rows) are pickled, by the trainer. Which item it is checking now is in a shared
 :class:`Marker`, so the scorer knows the culprit of an overrun without a message per item.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import mmap
 import os
 import pickle
@@ -25,10 +29,11 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
+from typing import Any
 
 from rlvr_gym.backends.scoring import completion_chars, oversized
 from rlvr_gym.envs import SingleTurnEnv
-from rlvr_gym.verifiers import Reason, Rubric, Task, Verdict, run_verifier, run_verifier_batch
+from rlvr_gym.verifiers import Rubric, Task, Verdict, run_verifier, run_verifier_batch
 
 DONE = "done"
 FLUSH_S = 0.02
@@ -140,7 +145,7 @@ class ProcessWorker:
         try:
             if not self.inbox.poll(timeout_s):
                 return f"the scoring worker did not start within {timeout_s:.0f} s"
-            message = self.inbox.recv()
+            message = receive(self.inbox)
         except (EOFError, OSError):
             return f"the scoring worker exited at start-up (code {self.process.poll()})"
         if message[0] != "ready":
@@ -150,7 +155,8 @@ class ProcessWorker:
 
     def send(self, completions: Sequence[object], tasks: Sequence[Task], max_chars: int) -> None:
         self.marker.clear()
-        self._send.send((list(completions), list(tasks), max_chars))
+        self._send.send_bytes(json.dumps([list(completions), max_chars]).encode())  # ASCII: lone surrogates too
+        self._send.send(list(tasks))  # the data set's rows, pickled by us
 
     def kill(self) -> None:
         """Stop the child at once (it may be stuck in C code that holds its GIL) and reap it."""
@@ -191,12 +197,13 @@ def serve(inbox: Connection, outbox: Connection, marker: Marker) -> None:
     try:
         env = pickle.loads(env_bytes)
     except Exception as exc:  # noqa: BLE001 - e.g. a class defined in the trainer's __main__
-        outbox.send(("broken", f"the env does not load in a worker process: {type(exc).__name__}: {exc}"))
+        put(outbox, ["broken", f"the env does not load in a worker process: {type(exc).__name__}: {exc}"])
         return
-    outbox.send(("ready",))
+    put(outbox, ["ready"])
     while True:
         try:
-            completions, tasks, max_chars = inbox.recv()
+            completions, max_chars = json.loads(inbox.recv_bytes())
+            tasks = inbox.recv()
         except EOFError:
             return
         try:
@@ -210,26 +217,29 @@ def serve(inbox: Connection, outbox: Connection, marker: Marker) -> None:
             marker.clear()
             send_verdicts(outbox, made)
         except Exception as exc:  # noqa: BLE001 - a bug outside any verifier: report it, keep serving
-            outbox.send(("failed", f"{type(exc).__name__}: {exc}"))
+            put(outbox, ["failed", f"{type(exc).__name__}: {exc}"])
         else:
-            outbox.send(DONE)
+            put(outbox, DONE)
+
+
+def put(outbox: Connection, message: object) -> None:
+    """One JSON message (ASCII, so a lone surrogate in an answer travels too)."""
+    outbox.send_bytes(json.dumps(message).encode())
+
+
+def receive(inbox: Connection) -> Any:
+    """One message :func:`put` wrote; verdicts come back as :class:`Verdict` objects."""
+    message = json.loads(inbox.recv_bytes())
+    if isinstance(message, list) and message and message[0] == "verdicts":
+        return ["verdicts", [(index, Verdict.from_dict(verdict)) for index, verdict in message[1]]]
+    return message
 
 
 def send_verdicts(outbox: Connection, made: list[tuple[int, Verdict]]) -> None:
-    """One message of ``(index, verdict)`` pairs; a verdict whose details do not pickle becomes
-    that item's ``error`` (not its batch's)."""
-    if not made:
-        return
-    try:
-        outbox.send(("verdicts", made))
-    except (pickle.PicklingError, TypeError, AttributeError):
-        for index, verdict in made:
-            try:
-                pickle.dumps(verdict)
-            except (pickle.PicklingError, TypeError, AttributeError) as exc:
-                error = f"the verdict does not pickle: {type(exc).__name__}: {exc}"
-                verdict = Verdict.fail(Reason.ERROR, error=error)
-            outbox.send(("verdicts", [(index, verdict)]))
+    """One message of ``[index, verdict dict]`` pairs (details JSON cannot hold go as their
+    ``repr``, as :meth:`Verdict.to_dict` writes them)."""
+    if made:
+        put(outbox, ["verdicts", [[index, verdict.to_dict()] for index, verdict in made]])
 
 
 def main(argv: list[str]) -> None:

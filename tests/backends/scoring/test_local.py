@@ -217,3 +217,50 @@ def test_a_bad_item_budget_is_a_clear_error(bad):
 
     with pytest.raises(InvalidArgumentError, match="item_timeout_s must be a finite number > 0"):
         LocalScorer(envs.make("arith"), item_timeout_s=bad)
+
+
+def test_no_model_text_reaches_pickle_loads_in_the_trainers_process(monkeypatch):
+    """The worker's messages (verdicts quote answers) travel as JSON: the trainer never unpickles
+    a byte the model wrote, however it is wrapped."""
+    import pickle
+    from multiprocessing import reduction
+
+    from rlvr_gym.backends.scoring.local import LocalScorer
+
+    canary = "zq-canary-\ud800-7341"  # a lone surrogate too: JSON carries it, UTF-8 would not
+    unpickled: list[bytes] = []
+    real = pickle.loads
+
+    def recording(data, *args, **kwargs):
+        unpickled.append(bytes(data))
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(pickle, "loads", recording)
+    monkeypatch.setattr(reduction.ForkingPickler, "loads", staticmethod(recording))
+    env = envs.make("arith")
+    tasks = [env.tasks("test")[i] for i in range(3)]
+    completions = [f"<answer>{canary}</answer>", f"<answer>{tasks[1]['answer']}</answer>", canary]
+    scorer = LocalScorer(env)
+    try:
+        verdicts = scorer.score(completions, tasks, timeout_s=60)
+    finally:
+        scorer.close()
+    assert scorer.isolation == "process", "the test must see the worker process's path"
+    assert [v.passed for v in verdicts] == [False, True, False]
+    assert verdicts[0].answer is not None and canary in verdicts[0].answer  # it came back, as JSON
+    needle = canary.encode("utf-8", "surrogatepass")
+    assert not any(needle in blob or b"zq-canary" in blob for blob in unpickled)
+
+
+def test_a_completion_json_cannot_carry_is_its_own_bad_format():
+    from rlvr_gym.backends.scoring.local import LocalScorer
+
+    env = envs.make("arith")
+    tasks = [env.tasks("test")[i] for i in range(2)]
+    scorer = LocalScorer(env)
+    try:
+        verdicts = scorer.score([b"<answer>1</answer>", f"<answer>{tasks[1]['answer']}</answer>"], tasks, timeout_s=60)
+    finally:
+        scorer.close()
+    assert verdicts[0].reason.value == "bad_format" and "not bytes" in verdicts[0].details["why"]
+    assert verdicts[1].passed
