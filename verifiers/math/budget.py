@@ -178,9 +178,14 @@ class Worker:
     def start(self) -> None:
         """Start the worker (and its standby) now and wait until it is ready."""
         with self._lock:
-            if self._ensure(time.monotonic() + STARTUP_TIMEOUT) is None:
-                raise RunFailedError(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
-            self._warm_in = os.getpid()
+            self._wait_until_ready()
+
+    def _wait_until_ready(self) -> None:
+        """(Lock held.) Wait for the active worker, at most :data:`STARTUP_TIMEOUT`, and note that
+        one has been ready in this process."""
+        if self._ensure(time.monotonic() + STARTUP_TIMEOUT) is None:
+            raise RunFailedError(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
+        self._warm_in = os.getpid()
 
     def spawn(self) -> None:
         """Start the worker process now without waiting for it (a head start on sympy's import)."""
@@ -227,9 +232,7 @@ class Worker:
                 # first checks on a busy or slow machine). Later starts stay inside the budget: a
                 # warm standby takes over after a kill, so one hostile answer cannot make the next
                 # call wait for an import.
-                if self._ensure(time.monotonic() + STARTUP_TIMEOUT) is None:
-                    raise RunFailedError(f"worker for {self.target} did not start within {STARTUP_TIMEOUT:g} s")
-                self._warm_in = os.getpid()
+                self._wait_until_ready()
             started = time.monotonic()
             process = self._ensure(started + timeout)
             if process is None:
