@@ -54,13 +54,13 @@ START_TIMEOUT_S = 60.0
 """How long the first batch waits for the worker to import and load the env (once a scorer)."""
 
 
-def sendable(completion: object) -> bool:
-    """Whether JSON carries ``completion`` as it is (text, or chat messages made of JSON values)."""
+def as_json(completion: object) -> str | None:
+    """``completion`` as the JSON the worker reads (text, or chat messages made of JSON values;
+    ASCII, so a lone surrogate travels too), or ``None`` when JSON cannot carry it as it is."""
     try:
-        json.dumps(completion)
+        return json.dumps(completion)
     except (TypeError, ValueError, RecursionError):
-        return False
-    return True
+        return None
 
 
 def item_budget(item_timeout_s: float, timeout_s: float | None) -> float:
@@ -238,9 +238,10 @@ class LocalScorer(AwaitableScorer):
     ) -> list[Verdict | None]:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         results: list[Verdict | None] = [None] * len(completions)
+        encoded = [as_json(completion) for completion in completions]  # once, however often re-sent
         todo = []
         for index, completion in enumerate(completions):
-            if sendable(completion):
+            if encoded[index] is not None:
                 todo.append(index)
             else:  # completions travel to the worker as JSON: text or chat messages
                 results[index] = Verdict.fail(
@@ -252,7 +253,7 @@ class LocalScorer(AwaitableScorer):
                 break
             sent, todo = todo, []
             try:
-                worker.send([completions[i] for i in sent], [tasks[i] for i in sent], self.max_chars)
+                worker.send([encoded[i] for i in sent], [tasks[i] for i in sent], self.max_chars)
             except OSError:  # it ended since it was checked: a fresh one takes the batch
                 self._kill()
                 todo = sent

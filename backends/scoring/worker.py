@@ -153,10 +153,11 @@ class ProcessWorker:
         self.ready = True
         return None
 
-    def send(self, completions: Sequence[object], tasks: Sequence[Task], max_chars: int) -> None:
+    def send(self, completions_json: Sequence[str], tasks: Sequence[Task], max_chars: int) -> None:
+        """A batch: each completion already JSON (``local.as_json``), the tasks pickled by us."""
         self.marker.clear()
-        self._send.send_bytes(json.dumps([list(completions), max_chars]).encode())  # ASCII: lone surrogates too
-        self._send.send(list(tasks))  # the data set's rows, pickled by us
+        self._send.send_bytes(f"[[{','.join(completions_json)}], {int(max_chars)}]".encode())
+        self._send.send(list(tasks))  # the data set's rows
 
     def kill(self) -> None:
         """Stop the child at once (it may be stuck in C code that holds its GIL) and reap it."""
