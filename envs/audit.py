@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlvr_gym.envs.env import SingleTurnEnv, unwrap
+from rlvr_gym.envs.env import Env, unwrap
 from rlvr_gym.envs.tool_audit import TOOL_FAMILIES, episodes, score_episodes
 from rlvr_gym.envs.tool_env import MultiTurnEnv
 from rlvr_gym.error import (
@@ -129,7 +129,7 @@ def _sample(count: int, n_tasks: int, seed: int) -> list[int]:
     return sorted(indices[: min(n_tasks, count)])
 
 
-def _subjects(env: SingleTurnEnv, tasks: Sequence[Task], indices: list[int]) -> list[Subject]:
+def _subjects(env: Env, tasks: Sequence[Task], indices: list[int]) -> list[Subject]:
     references = [env.reference_completion(tasks[i]) for i in indices]
     subjects = []
     for position, index in enumerate(indices):
@@ -218,7 +218,7 @@ def _score(
 
 
 def audit(
-    env: SingleTurnEnv,
+    env: Env,
     n_tasks: int = 8,
     seed: int = 0,
     *,
@@ -247,7 +247,7 @@ def audit(
     """
     given, env = env, unwrap(env)  # gymnasium.make's env: the one inside its wrappers
     if env is None:
-        raise InvalidTypeError(f"audit needs a SingleTurnEnv (rlvr_gym.make(...)), got {type(given).__name__}")
+        raise InvalidTypeError(f"audit needs an rlvr_gym env (rlvr_gym.make(...)), got {type(given).__name__}")
     if isinstance(n_tasks, bool) or not isinstance(n_tasks, int) or n_tasks < 1:
         raise InvalidArgumentError(f"n_tasks must be an integer >= 1, got {n_tasks!r}")
     if not 0.0 <= threshold < 1.0:
@@ -304,7 +304,7 @@ def audit(
     )
 
 
-def settings_of(env: SingleTurnEnv) -> dict[str, Any]:
+def settings_of(env: Env) -> dict[str, Any]:
     """The settings ``env`` was made with (its spec's typed kwargs) as JSON values; ``{}`` for an
     env built by hand (it has no spec)."""
     spec = getattr(env, "spec", None)
@@ -312,7 +312,7 @@ def settings_of(env: SingleTurnEnv) -> dict[str, Any]:
 
 
 def fast_audit(
-    env: SingleTurnEnv, seed: int = 0, score: BatchScore | None = None, skip: Iterable[str] = ()
+    env: Env, seed: int = 0, score: BatchScore | None = None, skip: Iterable[str] = ()
 ) -> AuditReport:
     """The cheap audit ``train`` runs first: :data:`FAST_TASKS` tasks, slow exploits left out,
     the ``skip`` families too."""

@@ -426,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=cmd_sandbox_info)
 
-    p = sub.add_parser("check", help="check envs against the SingleTurnEnv contract")
+    p = sub.add_parser("check", help="check envs against the env contract (check_env's rules)")
     p.add_argument("ids", nargs="*", metavar="ID")
     p.add_argument("--all", action="store_true", help="check every registered env")
     p.add_argument("--n-tasks", type=int, default=8, help="tasks per split to check (default 8)")

@@ -26,7 +26,7 @@ from rlvr_gym.error import InvalidArgumentError, RunFailedError
 from rlvr_gym.verifiers import Reason, Verdict
 
 if TYPE_CHECKING:
-    from rlvr_gym.envs import SingleTurnEnv
+    from rlvr_gym.envs import Env
     from rlvr_gym.verifiers import Task
 
 MAX_SCORED_CHARS = 1_000_000
@@ -82,7 +82,7 @@ def oversized(chars: int, max_chars: int) -> Verdict:
 
 
 def capped_verify_batch(
-    env: SingleTurnEnv,
+    env: Env,
     completions: Sequence[object],
     tasks: Sequence[Task],
     max_chars: int = MAX_SCORED_CHARS,
@@ -136,7 +136,7 @@ def check_scoring(scoring: str, ray_address: str | None = None) -> None:
 
 
 def make_scorer(
-    env: SingleTurnEnv, scoring: str = "local", *, ray_address: str | None = None, **options: Any
+    env: Env, scoring: str = "local", *, ray_address: str | None = None, **options: Any
 ) -> Scorer:
     """The scorer called ``scoring`` for ``env``.
 
