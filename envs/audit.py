@@ -1,4 +1,7 @@
-"""``audit(env)``: run the reward-hack catalogue (``verifiers.audit``) against an env's own scoring.
+"""``audit(env)``, the reward-hack audit: run the exploit catalogues against an env's own scoring.
+
+The catalogues are :mod:`rlvr_gym.verifiers.exploits` (exploit completions, for any env) and
+:mod:`rlvr_gym.envs.tool_exploits` (scripted episodes, for tool envs); this module runs them.
 
 A sample of tasks is drawn deterministically from ``seed``; for each, the catalogue's exploits are
 built from the task's question, the env's system prompt and reference completion, and scored
@@ -18,15 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_gym.envs.env import Env, unwrap
-from rlvr_gym.envs.tool_audit import TOOL_FAMILIES, episodes, score_episodes
 from rlvr_gym.envs.tool_env import MultiTurnEnv
+from rlvr_gym.envs.tool_exploits import TOOL_FAMILIES, exploit_episodes, score_episodes
 from rlvr_gym.error import (
     AuditFailedError,  # noqa: F401 - defined with the whole tree
     InvalidArgumentError,
     InvalidTypeError,
 )
 from rlvr_gym.verifiers import Reason, Task, Verdict
-from rlvr_gym.verifiers.audit import (
+from rlvr_gym.verifiers.exploits import (
     FAMILIES,
     MAX_REWARD,
     Exploit,
@@ -285,7 +288,7 @@ def audit(
     if isinstance(env, MultiTurnEnv):  # tool envs: scripted episodes through step()
         subjects = _subjects(env, tasks, indices)
         episodes_ = [
-            (i, e, a) for i, s in zip(indices, subjects, strict=True) for e, a in episodes(env, s, families)
+            (i, e, a) for i, s in zip(indices, subjects, strict=True) for e, a in exploit_episodes(env, s, families)
         ]
         played = score_episodes(env, split, episodes_)
     results = summarize(

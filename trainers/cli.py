@@ -399,7 +399,7 @@ PLAN_FIELDS = (
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``rlvr-gym`` parser; importing and calling it has no side effects (the docs
     render it with sphinx-argparse: ``:module: rlvr_gym.trainers.cli`` ``:func: build_parser``)."""
-    from rlvr_gym.verifiers.audit import MAX_REWARD  # the audit's documented threshold
+    from rlvr_gym.verifiers.exploits import MAX_REWARD  # the audit's documented threshold
 
     parser = Parser(prog="rlvr-gym", description="Verifiable-reward environments for GRPO.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

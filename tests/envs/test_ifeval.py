@@ -228,7 +228,7 @@ def test_the_shaped_echo_copy_and_filler_of_the_request_score_zero(env):
     """Issue 34: the request echoed back (or copied, or padded with filler), the required keywords
     appended and shaped to every instruction, scored 1.0 on ~97% of tasks; the substance gate
     refuses each while every reference still passes."""
-    from rlvr_gym.verifiers.audit import Subject, instruction_echo
+    from rlvr_gym.verifiers.exploits import Subject, instruction_echo
 
     tasks = [env.tasks("test")[i] for i in range(40)]
     references = env.verify_batch([env.reference_completion(t) for t in tasks], tasks)

@@ -10,7 +10,7 @@ import json
 import sys
 
 from rlvr_gym import envs
-from rlvr_gym.envs.tool_audit import CAP_BYPASS
+from rlvr_gym.envs.tool_exploits import CAP_BYPASS
 from rlvr_gym.verifiers import SandboxPool
 from rlvr_gym.verifiers.code.tool import PythonTool
 
