@@ -42,7 +42,7 @@ from rlvr_gym.verifiers.exploits import (
 )
 
 BatchScore = Callable[[Sequence[object], Sequence[Task]], list[Verdict]]
-"""Scores a batch in order, as ``env.verify_batch`` does (a scoring backend may stand in)."""
+"""Scores a batch in order, as ``env.verify_batch`` does (a scorer's may stand in: ``backends.scoring``)."""
 
 FAST_TASKS = 3
 """Tasks the fast audit (the one ``train`` runs first) samples: a few seconds even for code envs."""
@@ -244,7 +244,7 @@ def audit(
     or earns more than ``threshold``; a metamorphic case (gold, equivalent rendering) fails it
     when it does not pass; any verifier error fails it. Scoring is bounded (``batch_timeout``,
     then ``item_timeout`` per item): a verifier that hangs is a failed finding, not a hung audit.
-    ``score`` scores the batch in place of ``env.verify_batch`` (a scoring backend's, e.g. Ray
+    ``score`` scores the batch in place of ``env.verify_batch`` (a scorer's, e.g. Ray
     actors holding the same env). Raises nothing on a failed audit: read ``report.ok``
     (``train`` raises :class:`AuditFailedError`).
     """

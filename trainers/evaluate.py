@@ -344,7 +344,7 @@ def evaluate(
         _sample_and_score(env_obj, tasks, split, todo, sampler, scored_by(scorer), log, config, session)
         rows = [log.rows[(None, split, i, s)] for i in range(len(tasks)) for s in range(config.n)]
         report = getattr(scorer, "report", None)  # Ray's: nodes, actors, losses and re-runs
-        scoring_report = report() if callable(report) else {"backend": config.scoring}
+        scoring_report = report() if callable(report) else {"scorer": config.scoring}
     summary = _summary(env_obj, tasks, rows, recorded, sampler, config, session.as_dict(scoring_report))
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     return EvalResult(out, summary, rows)

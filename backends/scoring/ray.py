@@ -430,7 +430,7 @@ class RayScorer(AwaitableScorer):
             self._count_lost(self._alive_nodes())
         counted = ("lost_nodes", "lost_actors", "rerun_items", "unscored_items", "scored_items")
         return {
-            "backend": "ray",
+            "scorer": "ray",
             "nodes": len(self.nodes()),
             "actors": self.actors,
             **{name: self.stats[name] for name in counted},

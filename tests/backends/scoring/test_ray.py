@@ -312,7 +312,7 @@ def test_eval_audit_and_training_rewards_score_through_ray(cluster, tmp_path):
             ray_address=cluster.address if scoring == "ray" else None,
         )
         summary = result.summary
-        assert summary["this_session"]["scoring"]["backend"] == scoring
+        assert summary["this_session"]["scoring"]["scorer"] == scoring
         return {k: v for k, v in summary.items() if k != "this_session"}
 
     assert run_eval("ray", "ray") == run_eval("local", "local")
