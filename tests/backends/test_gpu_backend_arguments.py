@@ -1,6 +1,6 @@
-"""The GPU paths' arguments, decided and checked on a CPU: each test here failed on the code a
-reading found wrong (issue 17). The check transformers runs only once accelerate enables FSDP
-(CUDA) is called for real by the CUDA test below, not replayed here; on a CPU the tests assert
+"""The arguments the GPU backends (FSDP2, DeepSpeed ZeRO-2) hand TRL, decided and checked on a
+CPU: each test here failed on the code a reading found wrong. The check transformers runs only
+once accelerate enables FSDP (CUDA) is called for real by the CUDA test below, not replayed here; on a CPU the tests assert
 our own contract on the argument objects transformers would receive."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 34, tool surfaces: caps the submission cannot reach, a linear tool-call parser, one
+"""Tool surfaces a submission can abuse: caps the submission cannot reach, a linear tool-call parser, one
 submission per message and held-back tests in humaneval-feedback, the episode time budget, a
 tool argument named ``name``, and the audit families that catch each hole."""
 

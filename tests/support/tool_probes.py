@@ -1,4 +1,4 @@
-"""Hostile ``run_python`` programs against a real pool, reported as JSON (issue 34).
+"""Hostile ``run_python`` programs against a real pool (escapes, side channels, floods), reported as JSON.
 
 Run in-process as the test user, or as ``python -m tests.support.tool_probes [--no-namespaces]`` as an
 ordinary user (tests/envs/test_tool_hardening.py), so the three wall modes see the same probes.
