@@ -26,7 +26,7 @@ from rlvr_gym.backends.config import LoraSettings, RunConfig, about
 from rlvr_gym.backends.console import announce
 from rlvr_gym.backends.engine.launch import LaunchSpec, is_worker, run_or_launch, worker_main
 from rlvr_gym.backends.protocol import RunResult
-from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs import Env
 from rlvr_gym.error import InvalidArgumentError, NotAvailableError, RunFailedError
 
 NAME = "deepspeed-zero2"
@@ -131,7 +131,7 @@ def cpu_adam_built(ops: Path) -> bool:
 
 
 def train(
-    env: SingleTurnEnv,
+    env: Env,
     config: RunConfig,
     *,
     model: str | Path,
@@ -177,7 +177,7 @@ def train(
 
 
 def _train_here(
-    env: SingleTurnEnv, config: RunConfig, *, model: str | Path, resume: bool, overrides: dict[str, Any]
+    env: Env, config: RunConfig, *, model: str | Path, resume: bool, overrides: dict[str, Any]
 ) -> RunResult:
     try:
         with _single_rank_environment():

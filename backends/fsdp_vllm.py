@@ -26,7 +26,7 @@ from rlvr_gym.backends.config import RunConfig, about
 from rlvr_gym.backends.engine.launch import LaunchSpec, is_worker, run_or_launch, worker_main
 from rlvr_gym.backends.engine.vllm_server import VLLMServer, trl_vllm_serve_command
 from rlvr_gym.backends.protocol import RunResult
-from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs import Env
 from rlvr_gym.error import InvalidArgumentError, NotAvailableError
 
 NAME = "fsdp-vllm"
@@ -154,7 +154,7 @@ def fsdp_overrides(
 
 
 def train(
-    env: SingleTurnEnv,
+    env: Env,
     config: RunConfig,
     *,
     model: str | Path,
@@ -220,7 +220,7 @@ def train(
 
 
 def _train_here(
-    env: SingleTurnEnv, config: RunConfig, *, model: str | Path, resume: bool, overrides: dict[str, Any]
+    env: Env, config: RunConfig, *, model: str | Path, resume: bool, overrides: dict[str, Any]
 ) -> RunResult:
     import torch.distributed as dist
 

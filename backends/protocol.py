@@ -18,7 +18,7 @@ from rlvr_gym.backends.run_layout import FINAL_DIR, PLOT_FILE, TRAINER_STATE
 
 if TYPE_CHECKING:
     from rlvr_gym.backends.config import RunConfig
-    from rlvr_gym.envs import SingleTurnEnv
+    from rlvr_gym.envs import Env
 
 
 @dataclass
@@ -83,7 +83,7 @@ class Backend(Protocol):
 
     def train(
         self,
-        env: SingleTurnEnv,
+        env: Env,
         config: RunConfig,
         *,
         model: str | Path,

@@ -26,7 +26,7 @@ from typing import Any
 from rlvr_gym.backends.rollouts import Rollout, RolloutLog
 from rlvr_gym.backends.scoring import Scorer
 from rlvr_gym.backends.scoring.local import LocalScorer
-from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs import Env
 from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import Reason, Rubric, Task, Verdict
 
@@ -40,7 +40,7 @@ class EnvRewards:
 
     def __init__(
         self,
-        env: SingleTurnEnv,
+        env: Env,
         *,
         num_generations: int | None,
         timeout_s: float = 60.0,
@@ -71,7 +71,7 @@ class EnvRewards:
         self._pending: tuple[Sequence[Any], Any] | None = None
 
     @staticmethod
-    def weights_of(env: SingleTurnEnv) -> dict[str, float]:
+    def weights_of(env: Env) -> dict[str, float]:
         """Normalized weight per component (a bare verifier is one component, ``reward``)."""
         rubric = env.rubric
         return dict(rubric.normalized_weights) if isinstance(rubric, Rubric) else {"reward": 1.0}

@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs import Env
 from rlvr_gym.error import InvalidArgumentError, InvalidTypeError, OutOfRangeError
 from rlvr_gym.verifiers import Task, freeze
 
@@ -42,7 +42,7 @@ def _parsed(label: Any) -> Any:
     return label
 
 
-def locate(env: SingleTurnEnv, label: Any, split: str | None = None) -> tuple[str, int] | None:
+def locate(env: Env, label: Any, split: str | None = None) -> tuple[str, int] | None:
     """Where in ``env`` the task ``label`` names lies: ``(split, index)``, checked against the
     env's splits and sizes; ``None`` for a ``{"task": row}`` label (a row the env does not hold).
 
@@ -68,7 +68,7 @@ def locate(env: SingleTurnEnv, label: Any, split: str | None = None) -> tuple[st
     return split, label
 
 
-def task_of(env: SingleTurnEnv, label: Any, split: str | None = None) -> Task:
+def task_of(env: Env, label: Any, split: str | None = None) -> Task:
     """The task ``label`` names in ``env`` (``split``: for a bare index; default the first split).
 
     Raises an :class:`rlvr_gym.Error` that says what is wrong with the label.

@@ -40,7 +40,7 @@ from rlvr_gym.backends.tool_bridge import environment_factory
 from rlvr_gym.backends.tool_rewards import EpisodeRewards
 from rlvr_gym.backends.trl_adapter import dataset as build_dataset
 from rlvr_gym.backends.trl_adapter import env_rewards
-from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
+from rlvr_gym.envs import Env, MultiTurnEnv
 from rlvr_gym.error import InvalidArgumentError, MissingPathError, NotAvailableError
 
 logger = logging.getLogger("rlvr_gym.backends")
@@ -198,7 +198,7 @@ def trainer_class_for(config: RunConfig, base: Any = None) -> type:
 
 
 def train(
-    env: SingleTurnEnv,
+    env: Env,
     config: RunConfig,
     *,
     model: str | Path,

@@ -35,7 +35,7 @@ import gymnasium
 from rlvr_gym.backends.rewards import EnvRewards, RewardFunction
 from rlvr_gym.backends.tool_bridge import ToolEnvAdapter, environment_factory
 from rlvr_gym.backends.tool_rewards import EpisodeRewards
-from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
+from rlvr_gym.envs import Env, MultiTurnEnv
 from rlvr_gym.envs.env import unwrap
 from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
 
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 
-def env_of(env: SingleTurnEnv | gymnasium.Env, what: str) -> SingleTurnEnv:
+def env_of(env: Env | gymnasium.Env, what: str) -> Env:
     """The rlvr_gym env these helpers work on: ``env`` itself, or the one inside the wrappers of
     ``gymnasium.make("rlvr_gym/...")``; anything else is refused naming the helper."""
     found = unwrap(env)
@@ -65,7 +65,7 @@ def env_of(env: SingleTurnEnv | gymnasium.Env, what: str) -> SingleTurnEnv:
 
 
 def dataset(
-    env: SingleTurnEnv | gymnasium.Env,
+    env: Env | gymnasium.Env,
     split: str = "train",
     *,
     tokenizer: Any = None,
@@ -113,7 +113,7 @@ def dataset(
     return Dataset.from_list(rows)
 
 
-def curriculum_dataset(env: SingleTurnEnv | gymnasium.Env, *, seed: int = 0):
+def curriculum_dataset(env: Env | gymnasium.Env, *, seed: int = 0):
     """An endless ``datasets.IterableDataset`` of train prompts from the env's *current*
     curriculum stage (``env.stage_indices()``), for an env that schedules difficulty.
 
@@ -149,7 +149,7 @@ def curriculum_dataset(env: SingleTurnEnv | gymnasium.Env, *, seed: int = 0):
 
 
 def env_rewards(
-    env: SingleTurnEnv | gymnasium.Env,
+    env: Env | gymnasium.Env,
     *,
     num_generations: int | None = None,
     timeout_s: float = 60.0,
@@ -164,7 +164,7 @@ def env_rewards(
 
 
 def reward_funcs(
-    env: SingleTurnEnv | gymnasium.Env, *, timeout_s: float = 60.0, asynchronous: bool = False
+    env: Env | gymnasium.Env, *, timeout_s: float = 60.0, asynchronous: bool = False
 ) -> list[RewardFunction]:
     """One TRL reward function per rubric component, in rubric order, for ``GRPOTrainer(reward_funcs=...)``.
 
@@ -189,7 +189,7 @@ def reward_funcs(
     return rewards.async_functions() if asynchronous else rewards.functions()
 
 
-def reward_weights(env: SingleTurnEnv | gymnasium.Env) -> list[float]:
+def reward_weights(env: Env | gymnasium.Env) -> list[float]:
     """The rubric's normalized weights, in the order of :func:`reward_funcs` (they sum to 1)."""
     env = env_of(env, "reward_weights()")
     if isinstance(env, MultiTurnEnv):

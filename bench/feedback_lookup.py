@@ -16,7 +16,7 @@ import time
 
 from rlvr_gym import envs
 from rlvr_gym.envs.audit import _subjects
-from rlvr_gym.envs.tool_audit import lookup_table_policy, play, replay_policy
+from rlvr_gym.envs.tool_exploits import lookup_table_policy, play, replay_policy
 
 
 def main() -> None:

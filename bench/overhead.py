@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from rlvr_gym import envs
 from rlvr_gym.backends.trl_adapter import dataset, environment_factory, reward_funcs, reward_weights
 from rlvr_gym.envs import MultiTurnEnv, tool
-from rlvr_gym.envs.arith import ArithEnv
+from rlvr_gym.envs.arith import ArithBase
 from rlvr_gym.trainers.tiny_model import build_tiny_model
 
 ANSWER = re.compile(r"<answer>\s*(-?\d+)\s*</answer>")
@@ -68,7 +68,7 @@ def calculate_expression(expression: str) -> int:
     return value(tree.body)
 
 
-class CalculatorEnv(MultiTurnEnv, ArithEnv):
+class CalculatorEnv(MultiTurnEnv, ArithBase):
     """``a + b`` with 3-digit numbers and a ``calculate`` tool; scored on the final answer."""
 
     default_max_turns: ClassVar[int] = 2

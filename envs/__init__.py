@@ -1,4 +1,7 @@
-"""Environments: a Gymnasium-style registry of single-step text envs with verifiable rewards.
+"""Environments: a Gymnasium-style registry of text envs with verifiable rewards.
+
+Every env is an :class:`Env`; :class:`SingleTurnEnv` scores one completion per episode,
+:class:`MultiTurnEnv` plays tool calls turn by turn.
 
 >>> from rlvr_gym import envs
 >>> env = envs.make("arith")
@@ -7,7 +10,7 @@
 """
 
 from rlvr_gym.envs.checker import CHECK_NAMES, EnvCheckError, check_env
-from rlvr_gym.envs.env import EnvStateError, SingleTurnEnv
+from rlvr_gym.envs.env import Env, EnvStateError, SingleTurnEnv
 from rlvr_gym.envs.reasoning_gym_bridge import register_all as _register_reasoning_gym
 from rlvr_gym.envs.registration import (
     ENTRY_POINT_GROUP,
@@ -63,6 +66,7 @@ __all__ = [
     "AnyText",
     "ChatMessages",
     "DuplicateEnvError",
+    "Env",
     "EnvArgumentError",
     "EnvCheckError",
     "EnvSpec",

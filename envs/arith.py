@@ -17,7 +17,7 @@ import random
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.envs.env import Env, SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
 from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
 from rlvr_gym.verifiers import NumberMatch, NumericProximity, Rubric, Task
@@ -112,8 +112,9 @@ class ArithTasks(GeneratedTasks):
         return (self[i] for i in range(self.size))
 
 
-class ArithEnv(SingleTurnEnv):
-    """Integer arithmetic word problems, generated offline; difficulty set by steps and operand size."""
+class ArithBase(Env):
+    """arith's tasks, prompt and rubric without a turn protocol: ``ArithEnv`` adds single-step
+    play, a tool env its tools (so that tool env is not a ``SingleTurnEnv``)."""
 
     default_system_prompt = SYSTEM_PROMPT
 
@@ -207,6 +208,10 @@ class ArithEnv(SingleTurnEnv):
             f"{task['working']}\n<answer>{near_miss}</answer>",
             f"<answer>{task['answer']} or {near_miss}</answer>",
         ]
+
+
+class ArithEnv(ArithBase, SingleTurnEnv):
+    """Integer arithmetic word problems, generated offline; difficulty set by steps and operand size."""
 
 
 CURRICULUM_KEYS = frozenset({"num_steps", "max_operand", "operations"})

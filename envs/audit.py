@@ -1,4 +1,7 @@
-"""``audit(env)``: run the reward-hack catalogue (``verifiers.audit``) against an env's own scoring.
+"""``audit(env)``, the reward-hack audit: run the exploit catalogues against an env's own scoring.
+
+The catalogues are :mod:`rlvr_gym.verifiers.exploits` (exploit completions, for any env) and
+:mod:`rlvr_gym.envs.tool_exploits` (scripted episodes, for tool envs); this module runs them.
 
 A sample of tasks is drawn deterministically from ``seed``; for each, the catalogue's exploits are
 built from the task's question, the env's system prompt and reference completion, and scored
@@ -17,16 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlvr_gym.envs.env import SingleTurnEnv, unwrap
-from rlvr_gym.envs.tool_audit import TOOL_FAMILIES, episodes, score_episodes
+from rlvr_gym.envs.env import Env, unwrap
 from rlvr_gym.envs.tool_env import MultiTurnEnv
+from rlvr_gym.envs.tool_exploits import TOOL_FAMILIES, exploit_episodes, score_episodes
 from rlvr_gym.error import (
     AuditFailedError,  # noqa: F401 - defined with the whole tree
     InvalidArgumentError,
     InvalidTypeError,
 )
 from rlvr_gym.verifiers import Reason, Task, Verdict
-from rlvr_gym.verifiers.audit import (
+from rlvr_gym.verifiers.exploits import (
     FAMILIES,
     MAX_REWARD,
     Exploit,
@@ -39,7 +42,7 @@ from rlvr_gym.verifiers.audit import (
 )
 
 BatchScore = Callable[[Sequence[object], Sequence[Task]], list[Verdict]]
-"""Scores a batch in order, as ``env.verify_batch`` does (a scoring backend may stand in)."""
+"""Scores a batch in order, as ``env.verify_batch`` does (a scorer's may stand in: ``backends.scoring``)."""
 
 FAST_TASKS = 3
 """Tasks the fast audit (the one ``train`` runs first) samples: a few seconds even for code envs."""
@@ -129,7 +132,7 @@ def _sample(count: int, n_tasks: int, seed: int) -> list[int]:
     return sorted(indices[: min(n_tasks, count)])
 
 
-def _subjects(env: SingleTurnEnv, tasks: Sequence[Task], indices: list[int]) -> list[Subject]:
+def _subjects(env: Env, tasks: Sequence[Task], indices: list[int]) -> list[Subject]:
     references = [env.reference_completion(tasks[i]) for i in indices]
     subjects = []
     for position, index in enumerate(indices):
@@ -218,7 +221,7 @@ def _score(
 
 
 def audit(
-    env: SingleTurnEnv,
+    env: Env,
     n_tasks: int = 8,
     seed: int = 0,
     *,
@@ -241,13 +244,13 @@ def audit(
     or earns more than ``threshold``; a metamorphic case (gold, equivalent rendering) fails it
     when it does not pass; any verifier error fails it. Scoring is bounded (``batch_timeout``,
     then ``item_timeout`` per item): a verifier that hangs is a failed finding, not a hung audit.
-    ``score`` scores the batch in place of ``env.verify_batch`` (a scoring backend's, e.g. Ray
+    ``score`` scores the batch in place of ``env.verify_batch`` (a scorer's, e.g. Ray
     actors holding the same env). Raises nothing on a failed audit: read ``report.ok``
     (``train`` raises :class:`AuditFailedError`).
     """
     given, env = env, unwrap(env)  # gymnasium.make's env: the one inside its wrappers
     if env is None:
-        raise InvalidTypeError(f"audit needs a SingleTurnEnv (rlvr_gym.make(...)), got {type(given).__name__}")
+        raise InvalidTypeError(f"audit needs an rlvr_gym env (rlvr_gym.make(...)), got {type(given).__name__}")
     if isinstance(n_tasks, bool) or not isinstance(n_tasks, int) or n_tasks < 1:
         raise InvalidArgumentError(f"n_tasks must be an integer >= 1, got {n_tasks!r}")
     if not 0.0 <= threshold < 1.0:
@@ -285,7 +288,7 @@ def audit(
     if isinstance(env, MultiTurnEnv):  # tool envs: scripted episodes through step()
         subjects = _subjects(env, tasks, indices)
         episodes_ = [
-            (i, e, a) for i, s in zip(indices, subjects, strict=True) for e, a in episodes(env, s, families)
+            (i, e, a) for i, s in zip(indices, subjects, strict=True) for e, a in exploit_episodes(env, s, families)
         ]
         played = score_episodes(env, split, episodes_)
     results = summarize(
@@ -304,7 +307,7 @@ def audit(
     )
 
 
-def settings_of(env: SingleTurnEnv) -> dict[str, Any]:
+def settings_of(env: Env) -> dict[str, Any]:
     """The settings ``env`` was made with (its spec's typed kwargs) as JSON values; ``{}`` for an
     env built by hand (it has no spec)."""
     spec = getattr(env, "spec", None)
@@ -312,7 +315,7 @@ def settings_of(env: SingleTurnEnv) -> dict[str, Any]:
 
 
 def fast_audit(
-    env: SingleTurnEnv, seed: int = 0, score: BatchScore | None = None, skip: Iterable[str] = ()
+    env: Env, seed: int = 0, score: BatchScore | None = None, skip: Iterable[str] = ()
 ) -> AuditReport:
     """The cheap audit ``train`` runs first: :data:`FAST_TASKS` tasks, slow exploits left out,
     the ``skip`` families too."""

@@ -20,7 +20,7 @@ from typing import Any
 import gymnasium
 from gymnasium import spaces
 
-from rlvr_gym.envs.env import EnvStateError, SingleTurnEnv, unwrap
+from rlvr_gym.envs.env import Env, EnvStateError, unwrap
 from rlvr_gym.envs.tool_env import MultiTurnEnv
 from rlvr_gym.error import (
     EnvCheckError,  # noqa: F401 - defined with the whole tree
@@ -30,13 +30,13 @@ from rlvr_gym.error import (
 from rlvr_gym.verifiers import Verdict, thaw
 
 
-def _sample_indices(env: SingleTurnEnv, split: str, n_tasks: int) -> list[int]:
+def _sample_indices(env: Env, split: str, n_tasks: int) -> list[int]:
     size = len(env.tasks(split))
     step = max(1, size // n_tasks)
     return list(range(0, size, step))[:n_tasks]
 
 
-def check_spaces(env: SingleTurnEnv, n_tasks: int) -> None:
+def check_spaces(env: Env, n_tasks: int) -> None:
     """Observation and action spaces are Gymnasium spaces, and the action space takes text."""
     if not isinstance(env.observation_space, spaces.Space) or not isinstance(env.action_space, spaces.Space):
         raise EnvCheckError("spaces", "observation_space and action_space must be gymnasium.spaces.Space")
@@ -44,7 +44,7 @@ def check_spaces(env: SingleTurnEnv, n_tasks: int) -> None:
         raise EnvCheckError("spaces", "action_space must contain plain completion text")
 
 
-def check_reset(env: SingleTurnEnv, n_tasks: int) -> None:
+def check_reset(env: Env, n_tasks: int) -> None:
     """``reset`` returns ``(obs, info)``: obs in the observation space, info a dict naming the task."""
     result = env.reset(seed=0)
     if not (isinstance(result, tuple) and len(result) == 2):
@@ -63,7 +63,7 @@ def check_reset(env: SingleTurnEnv, n_tasks: int) -> None:
                 )
 
 
-def check_determinism(env: SingleTurnEnv, n_tasks: int) -> None:
+def check_determinism(env: Env, n_tasks: int) -> None:
     """The same seed poses the same task; tasks and verdicts do not change between calls."""
     for seed in (0, 1, 12345):
         first, info1 = env.reset(seed=seed)
@@ -80,11 +80,11 @@ def check_determinism(env: SingleTurnEnv, n_tasks: int) -> None:
                 )
 
 
-def check_step(env: SingleTurnEnv, n_tasks: int) -> None:
+def check_step(env: Env, n_tasks: int) -> None:
     """``step`` returns ``(obs, reward, terminated=True, truncated=False, info)`` with the Verdict,
     and refuses to run before ``reset`` or twice in one episode."""
     fresh = copy.copy(env)
-    fresh._current, fresh._stepped = None, False
+    fresh._current = None
     _expect_state_error(lambda: fresh.step("text"), "step() before reset()")
     obs, info = env.reset(seed=0)
     result = env.step(_reference(env, info["task"]) or "some completion")
@@ -103,7 +103,7 @@ def check_step(env: SingleTurnEnv, n_tasks: int) -> None:
     _expect_state_error(lambda: env.step("again"), "a second step()")
 
 
-def check_episode(env: SingleTurnEnv, n_tasks: int) -> None:
+def check_episode(env: Env, n_tasks: int) -> None:
     """Multi-turn envs (:class:`MultiTurnEnv`): a tool call is answered by a ``tool`` message and
     the episode goes on (reward 0.0, neither terminated nor truncated); ``max_turns`` tool calls
     end it ``truncated`` with a verdict that does not pass; a step after the end is refused;
@@ -134,7 +134,7 @@ def check_episode(env: SingleTurnEnv, n_tasks: int) -> None:
     _expect_state_error(lambda: env.step("again"), f"a step after the episode ended (tool {name})")
 
 
-def check_oracle(env: SingleTurnEnv, n_tasks: int) -> None:
+def check_oracle(env: Env, n_tasks: int) -> None:
     """Every reference completion passes with score 1.0, through ``verify`` and ``verify_batch``."""
     for split in env.splits:
         tasks = [env.tasks(split)[i] for i in _sample_indices(env, split, n_tasks)]
@@ -153,7 +153,7 @@ def check_oracle(env: SingleTurnEnv, n_tasks: int) -> None:
                 raise EnvCheckError("oracle", f"reference completion {completion!r:.120} scored {verdict}")
 
 
-def check_wrong_answers(env: SingleTurnEnv, n_tasks: int) -> None:
+def check_wrong_answers(env: Env, n_tasks: int) -> None:
     """Wrong completions do not pass and score below 1.0; non-text completions get a Verdict."""
     for split in env.splits:
         for index in _sample_indices(env, split, n_tasks):
@@ -171,7 +171,7 @@ def check_wrong_answers(env: SingleTurnEnv, n_tasks: int) -> None:
                     )
 
 
-def check_verify_pure(env: SingleTurnEnv, n_tasks: int) -> None:
+def check_verify_pure(env: Env, n_tasks: int) -> None:
     """``verify`` does not change the task it scores (a verifier that writes into its task would
     change the answer key for every later completion)."""
     for split in env.splits:
@@ -187,7 +187,7 @@ def check_verify_pure(env: SingleTurnEnv, n_tasks: int) -> None:
                     )
 
 
-def check_spec(env: SingleTurnEnv, n_tasks: int) -> None:
+def check_spec(env: Env, n_tasks: int) -> None:
     """``env.spec`` pickles and rebuilds an env of the same class and spec, as a worker process
     (``AsyncVectorEnv``, a data loader, Ray) must do from the spec alone."""
     try:
@@ -208,7 +208,7 @@ def check_spec(env: SingleTurnEnv, n_tasks: int) -> None:
         rebuilt.close()
 
 
-def check_instances(env: SingleTurnEnv, n_tasks: int) -> None:
+def check_instances(env: Env, n_tasks: int) -> None:
     """Two instances built from one spec pose the same tasks, prompts and seeded resets (so an
     env whose ``load_tasks`` uses unseeded randomness fails: its workers would disagree)."""
     other = _rebuild(env.spec).unwrapped
@@ -228,7 +228,7 @@ def check_instances(env: SingleTurnEnv, n_tasks: int) -> None:
         other.close()
 
 
-def check_pickle(env: SingleTurnEnv, n_tasks: int) -> None:
+def check_pickle(env: Env, n_tasks: int) -> None:
     """The env and its verdicts pickle, and the copy scores like the original (for vector envs,
     multiprocessing data loaders and Ray workers)."""
     obs, info = env.reset(seed=0)
@@ -248,7 +248,7 @@ def check_pickle(env: SingleTurnEnv, n_tasks: int) -> None:
         copied.close()
 
 
-def check_close(env: SingleTurnEnv, n_tasks: int, baseline: set[int] | None = None) -> None:
+def check_close(env: Env, n_tasks: int, baseline: set[int] | None = None) -> None:
     """``close()`` stops the worker processes verification started (math worker, code sandbox),
     may be called twice, and leaves the env usable (workers restart on demand).
 
@@ -273,7 +273,7 @@ def check_close(env: SingleTurnEnv, n_tasks: int, baseline: set[int] | None = No
         raise EnvCheckError("close", f"the env cannot verify after close(): {verdict}")
 
 
-CHECKS: tuple[Callable[[SingleTurnEnv, int], None], ...] = (
+CHECKS: tuple[Callable[[Env, int], None], ...] = (
     check_spaces,
     check_reset,
     check_determinism,
@@ -294,7 +294,7 @@ CHECK_NAMES: tuple[str, ...] = tuple(check.__name__.removeprefix("check_") for c
 """The rule names ``check_env`` reports, in the order it checks them."""
 
 
-def check_env(env: SingleTurnEnv | gymnasium.Env, n_tasks: int = 8) -> list[str]:
+def check_env(env: Env | gymnasium.Env, n_tasks: int = 8) -> list[str]:
     """Run every check on ``env`` (``n_tasks`` tasks per split); returns the names that passed.
 
     ``env`` may come from ``gymnasium.make``: the env inside Gymnasium's wrappers is checked.
@@ -304,7 +304,7 @@ def check_env(env: SingleTurnEnv | gymnasium.Env, n_tasks: int = 8) -> list[str]
         raise InvalidArgumentError(f"n_tasks (tasks per split to check) must be an integer >= 1, got {n_tasks!r}")
     given, env = env, unwrap(env)
     if env is None:
-        raise EnvCheckError("type", f"expected an envs.SingleTurnEnv, got {type(given).__name__}")
+        raise EnvCheckError("type", f"expected an rlvr_gym.envs.Env (single- or multi-turn), got {type(given).__name__}")
     passed = []
     baseline = _children()
     for check in CHECKS:
@@ -343,7 +343,7 @@ def _children() -> set[int]:
     return pids
 
 
-def _reference(env: SingleTurnEnv, task: Any) -> str | None:
+def _reference(env: Env, task: Any) -> str | None:
     try:
         return env.reference_completion(task)
     except NotImplementedError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.envs.env import Env
 from rlvr_gym.verifiers import CodeVerifier, Limits, Rubric, SandboxPool, Task
 
 FENCE_INSTRUCTION = "Reply with the complete Python program in a single ```python fenced code block."
@@ -37,8 +37,9 @@ def code_question(text: str, tests: Mapping[str, Any]) -> str:
     return f"{text}\n\n{contract}\n\n{FENCE_INSTRUCTION}"
 
 
-class CodeEnv(SingleTurnEnv):
-    """Base for envs whose completions are Python programs scored by :class:`CodeVerifier`."""
+class CodeEnv(Env):
+    """Base for envs whose completions are Python programs scored by :class:`CodeVerifier`
+    (no turn protocol: a concrete code env adds ``SingleTurnEnv`` or ``MultiTurnEnv``)."""
 
     default_system_prompt: ClassVar[str | None] = (
         "You are an expert Python programmer. Think briefly, then answer with code only in one "

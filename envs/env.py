@@ -1,7 +1,12 @@
-"""SingleTurnEnv: one prompt, one completion, one verdict — a real ``gymnasium.Env``.
+"""Env, the base of every rlvr_gym env, and SingleTurnEnv: one prompt, one completion, one verdict.
 
-Subclasses supply data and checking; this class supplies the Gymnasium contract, the
-trainer-facing batch API, and the clear errors. Authoring an env means writing:
+:class:`Env` is a real ``gymnasium.Env`` holding what every env has whatever its turn protocol:
+tasks, prompts, the rubric that scores them, the trainer-facing batch API, ``reset`` and the
+clear errors. Its subclasses say what ``step`` means: :class:`SingleTurnEnv` scores one
+completion and ends the episode; :class:`~rlvr_gym.envs.tool_env.MultiTurnEnv` plays tool calls
+turn by turn. Code that takes any env takes an ``Env``; code that feeds a completion to ``step``
+once takes a ``SingleTurnEnv``. (Named as Gymnasium's ``gymnasium.Env`` and verifiers' ``vf.Env``
+name theirs.) Authoring an env means writing:
 
 * ``load_tasks(split)``  -> a sequence of task rows (dicts of JSON-like values)
 * ``question(task)``     -> the user message for a task
@@ -67,7 +72,7 @@ def freeze_rows(rows: Sequence[Task]) -> Sequence[Task]:
     return tuple(freeze(row) for row in rows) if type(rows) in (list, tuple) else FrozenRows(rows)
 
 
-def unwrap(env: object) -> SingleTurnEnv | None:
+def unwrap(env: object) -> Env | None:
     """The rlvr_gym env ``env`` is or wraps, else ``None``.
 
     ``gymnasium.make`` hands back our env inside its wrappers (``OrderEnforcing``,
@@ -76,11 +81,17 @@ def unwrap(env: object) -> SingleTurnEnv | None:
     """
     if isinstance(env, gymnasium.Wrapper):
         env = env.unwrapped
-    return env if isinstance(env, SingleTurnEnv) else None
+    return env if isinstance(env, Env) else None
 
 
-class SingleTurnEnv(gymnasium.Env[Observation, str]):
-    """A single-step text environment: ``reset`` poses a task, ``step(completion)`` scores it."""
+class Env(gymnasium.Env[Observation, str]):
+    """Any rlvr_gym env: ``reset`` poses a task; its tasks, prompts and rubric serve the batch API.
+
+    Subclass :class:`SingleTurnEnv` (one completion per episode) or
+    :class:`~rlvr_gym.envs.tool_env.MultiTurnEnv` (tool calls, then an answer), which say what
+    ``step`` does; a class of tasks and rubric meant for both protocols subclasses ``Env`` itself
+    (``ArithBase``: ``ArithEnv`` adds single-step play, a tool env adds its tools).
+    """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
     splits: ClassVar[tuple[str, ...]] = ("train", "test")
@@ -100,7 +111,6 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
         self.action_space = AnyText()
         self._tasks: dict[str, Sequence[Task]] = {}
         self._current: tuple[str, int, Task] | None = None
-        self._stepped = False
 
     @property
     def id(self) -> str:
@@ -202,19 +212,19 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
             )
         task = tasks[index]
         self._current = (split, index, task)
-        self._stepped = False
         return self.prompt(task), self._info(split, index, task)
 
     def step(self, action: object) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
-        """Score the completion ``action``; the episode ends at once (``terminated=True``)."""
+        """What a turn does is the protocol's: :class:`SingleTurnEnv` or ``MultiTurnEnv``."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no turn protocol: subclass SingleTurnEnv or MultiTurnEnv, not Env"
+        )
+
+    def _posed(self) -> tuple[str, int, Task]:
+        """The ``(split, index, task)`` the last ``reset`` posed; ``step`` before ``reset`` is an error."""
         if self._current is None:
             raise EnvStateError("step() called before reset(): call env.reset() to pose a task first")
-        if self._stepped:
-            raise EnvStateError("step() called twice: a single-turn episode has one step; call reset()")
-        split, index, task = self._current
-        verdict = self.verify(action, task)
-        self._stepped = True
-        return self.prompt(task), verdict.score, True, False, self._info(split, index, task, verdict)
+        return self._current
 
     def _info(self, split: str, index: int, task: Task, verdict: Verdict | None = None) -> dict[str, Any]:
         """A fresh info dict: the task is a new mutable copy, never the row the env scores against
@@ -233,3 +243,27 @@ class SingleTurnEnv(gymnasium.Env[Observation, str]):
         if callable(close):
             close()
         super().close()
+
+
+class SingleTurnEnv(Env):
+    """A single-step text env: ``reset`` poses a task, ``step(completion)`` scores it and ends
+    the episode. The class to subclass for a task answered in one completion."""
+
+    _stepped: bool = False
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """Pose a task (see :meth:`Env.reset`); the episode's one step is still to come."""
+        posed = super().reset(seed=seed, options=options)
+        self._stepped = False
+        return posed
+
+    def step(self, action: object) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """Score the completion ``action``; the episode ends at once (``terminated=True``)."""
+        split, index, task = self._posed()
+        if self._stepped:
+            raise EnvStateError("step() called twice: a single-turn episode has one step; call reset()")
+        verdict = self.verify(action, task)
+        self._stepped = True
+        return self.prompt(task), verdict.score, True, False, self._info(split, index, task, verdict)

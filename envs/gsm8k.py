@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlvr_gym.envs.data import load_rows, parse_rows
-from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.envs.env import Env, SingleTurnEnv
 from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import Rubric, SingleAnswer, Task
 from rlvr_gym.verifiers.format import TagFormat
@@ -40,8 +40,9 @@ def parse_row(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class GSM8KEnv(SingleTurnEnv):
-    """Grade-school math word problems (GSM8K); integer answers, <think>/<answer> format."""
+class GSM8KBase(Env):
+    """GSM8K's tasks, prompt and rubric without a turn protocol: ``GSM8KEnv`` adds single-step
+    play, a tool env its tools (so that tool env is not a ``SingleTurnEnv``)."""
 
     default_system_prompt = SYSTEM_PROMPT
 
@@ -93,3 +94,7 @@ class GSM8KEnv(SingleTurnEnv):
             f"<think>close</think><answer>{gold} or {near_miss}</answer>",
             f"<think>{task['solution']}</think>",
         ]
+
+
+class GSM8KEnv(GSM8KBase, SingleTurnEnv):
+    """Grade-school math word problems (GSM8K); integer answers, <think>/<answer> format."""

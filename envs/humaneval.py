@@ -15,6 +15,7 @@ from typing import Any
 
 from rlvr_gym.envs.code_env import FENCE_INSTRUCTION, CodeEnv, fenced
 from rlvr_gym.envs.data import data_dir, load_hub, parse_rows, read_jsonl
+from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.verifiers import Task
 
 FILENAME = "HumanEval.jsonl.gz"
@@ -32,8 +33,9 @@ def humaneval_tests(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class HumanEvalEnv(CodeEnv):
-    """HumanEval: complete a Python function from its signature and docstring (164 tasks, test split)."""
+class HumanEvalBase(CodeEnv):
+    """HumanEval's tasks, prompt and rubric without a turn protocol: ``HumanEvalEnv`` adds single-step
+    play, a tool env its tools (so that tool env is not a ``SingleTurnEnv``)."""
 
     splits = ("test",)
 
@@ -64,3 +66,7 @@ class HumanEvalEnv(CodeEnv):
     def wrong_completions(self, task: Task) -> list[str]:
         signature_only = task["prompt"] + "    return None\n"
         return [*super().wrong_completions(task), fenced(signature_only)]
+
+
+class HumanEvalEnv(HumanEvalBase, SingleTurnEnv):
+    """HumanEval: complete a Python function from its signature and docstring (164 tasks, test split)."""

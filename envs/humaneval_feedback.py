@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from rlvr_gym.envs.code_env import FENCE_INSTRUCTION, fenced
-from rlvr_gym.envs.humaneval import HumanEvalEnv
+from rlvr_gym.envs.humaneval import HumanEvalBase
 from rlvr_gym.envs.tool_env import Final, MultiTurnEnv, tool
 from rlvr_gym.verifiers import Reason, Task, Verdict
 
@@ -76,7 +76,7 @@ def _visible_call(statement: ast.Assert, param: str) -> str | None:
     return None
 
 
-class HumanEvalFeedbackEnv(MultiTurnEnv, HumanEvalEnv):
+class HumanEvalFeedbackEnv(MultiTurnEnv, HumanEvalBase):
     """HumanEval with test feedback between attempts; reward from the final submission."""
 
     default_max_turns: ClassVar[int] = 3

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from rlvr_gym.envs.data import load_rows, parse_rows
-from rlvr_gym.envs.env import SingleTurnEnv
+from rlvr_gym.envs.env import Env, SingleTurnEnv
 from rlvr_gym.verifiers import Reason, Rubric, SingleAnswer, Task, Verdict
 from rlvr_gym.verifiers.math import MathVerifier, fast_number, find_boxed, normalize
 
@@ -49,8 +49,9 @@ class BoxedFormat:
         return "BoxedFormat()"
 
 
-class MATH500Env(SingleTurnEnv):
-    """MATH-500 competition problems; symbolic answers in \\boxed{}, compared with sympy under a budget."""
+class MATH500Base(Env):
+    """MATH-500's tasks, prompt and rubric without a turn protocol: ``MATH500Env`` adds single-step
+    play, a tool env its tools (so that tool env is not a ``SingleTurnEnv``)."""
 
     splits: ClassVar[tuple[str, ...]] = ("test",)
     default_system_prompt = SYSTEM_PROMPT
@@ -111,3 +112,7 @@ class MATH500Env(SingleTurnEnv):
             f"\\boxed{{{task['answer']} \\text{{ or }} {other}}}",
             "\\boxed{}",
         ]
+
+
+class MATH500Env(MATH500Base, SingleTurnEnv):
+    """MATH-500 competition problems; symbolic answers in \\boxed{}, compared with sympy under a budget."""

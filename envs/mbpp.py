@@ -30,6 +30,7 @@ from typing import Any
 
 from rlvr_gym.envs.code_env import CodeEnv, code_question, fenced
 from rlvr_gym.envs.data import DATA_DIR_ENV, DataUnavailableError, data_dir, load_hub, parse_rows, read_jsonl
+from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.tables import read_table
 from rlvr_gym.error import InvalidTypeError
 from rlvr_gym.verifiers import Task
@@ -86,7 +87,7 @@ def mbpp_tests(row: Mapping[str, Any], *, challenge: bool = False) -> dict[str, 
     return spec
 
 
-class MbppEnv(CodeEnv):
+class MbppEnv(CodeEnv, SingleTurnEnv):
     """MBPP-style Python tasks: asserts, function-call cases or stdin/stdout cases per task."""
 
     splits = ("train", "test", "validation", "prompt")

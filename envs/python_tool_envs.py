@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from rlvr_gym.envs.gsm8k import GSM8KEnv
-from rlvr_gym.envs.math500 import MATH500Env
+from rlvr_gym.envs.gsm8k import GSM8KBase
+from rlvr_gym.envs.math500 import MATH500Base
 from rlvr_gym.envs.tool_env import Final, MultiTurnEnv, tool
 from rlvr_gym.verifiers import Limits, Rubric, SandboxPool, SingleAnswer, Task
 from rlvr_gym.verifiers.code.tool import PythonTool
@@ -69,7 +69,7 @@ class PythonToolEnv(MultiTurnEnv):
         Returns:
             A confirmation.
         """
-        _, _, task = self._current  # type: ignore[misc]
+        _, _, task = self._posed()
         return Final(self.verify(f"<answer>{answer}</answer>", task), "Answer submitted.")  # type: ignore[return-value]
 
     def reference_episode(self, task: Task) -> list[dict[str, Any]]:
@@ -88,7 +88,7 @@ def correctness_rubric(**math_options: Any) -> Rubric:
     return Rubric({"correct": SingleAnswer(MathVerifier(**math_options))})
 
 
-class GSM8KPythonEnv(PythonToolEnv, GSM8KEnv):
+class GSM8KPythonEnv(PythonToolEnv, GSM8KBase):
     """GSM8K with a sandboxed Python tool; scored on the final answer by the math verifier."""
 
     def __init__(self, *, timeout: float = 3.0, strict_answer: bool = False, **options: Any) -> None:
@@ -96,7 +96,7 @@ class GSM8KPythonEnv(PythonToolEnv, GSM8KEnv):
         self.rubric = correctness_rubric(timeout=timeout, strict=strict_answer, question_key="question")
 
 
-class MATH500PythonEnv(PythonToolEnv, MATH500Env):
+class MATH500PythonEnv(PythonToolEnv, MATH500Base):
     """MATH-500 with a sandboxed Python tool; symbolic answers checked by the math verifier."""
 
     def __init__(self, *, timeout: float = 3.0, strict_answer: bool = False, **options: Any) -> None:

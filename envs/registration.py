@@ -27,7 +27,7 @@ from gymnasium.envs.registration import EnvSpec as GymEnvSpec
 from gymnasium.envs.registration import parse_env_id
 from gymnasium.envs.registration import registry as gym_registry
 
-from rlvr_gym.envs.env import GYMNASIUM_NAMESPACE, SingleTurnEnv, registry_id
+from rlvr_gym.envs.env import GYMNASIUM_NAMESPACE, Env, registry_id
 from rlvr_gym.envs.knobs import typed_kwargs
 from rlvr_gym.error import (  # noqa: F401 - defined with the whole tree
     DuplicateEnvError,
@@ -41,7 +41,7 @@ from rlvr_gym.error import (  # noqa: F401 - defined with the whole tree
 logger = logging.getLogger("rlvr_gym.envs")
 
 ENTRY_POINT_GROUP = "rlvr_gym.envs"
-EnvFactory = Callable[..., SingleTurnEnv]
+EnvFactory = Callable[..., Env]
 
 
 @dataclass
@@ -64,16 +64,16 @@ class EnvSpec(GymEnvSpec):
             return f"(cannot load: {exc})"
         return doc.strip().splitlines()[0] if doc.strip() else ""
 
-    def make(self, **overrides: Any) -> SingleTurnEnv:
+    def make(self, **overrides: Any) -> Env:
         """A new env from this spec, ``overrides`` on top of the registered defaults."""
         factory = self.load()
         kwargs = {**self.kwargs, **overrides}
         check_kwargs(factory, kwargs, self.id)
         kwargs = typed_kwargs(factory, kwargs, self.id)  # "False" for a bool knob means False
         env = factory(**kwargs)
-        if not isinstance(env, SingleTurnEnv):
+        if not isinstance(env, Env):
             raise RegistryError(
-                f"entry point of {self.id!r} returned {type(env).__name__}, not an envs.SingleTurnEnv"
+                f"entry point of {self.id!r} returned {type(env).__name__}, not an rlvr_gym.envs.Env"
             )
         env.spec = dataclasses.replace(self, kwargs=kwargs)
         return env
@@ -161,7 +161,7 @@ def register(
 ) -> EnvSpec:
     """Register an env under ``id``. ``defaults`` are keyword arguments every ``make`` gets.
 
-    ``entry_point`` is an env class, a factory returning a ``SingleTurnEnv``, or a lazy
+    ``entry_point`` is an env class, a factory returning a ``Env``, or a lazy
     ``"module:attr"`` string. Registering an id twice is an error, and so is an id in the
     ``rlvr_gym/`` namespace (Gymnasium's registry holds every id there already).
     """
@@ -247,7 +247,7 @@ def spec(id: str) -> EnvSpec:  # noqa: A002
     return found
 
 
-def make(id: str, **overrides: Any) -> SingleTurnEnv:  # noqa: A002
+def make(id: str, **overrides: Any) -> Env:  # noqa: A002
     """A new env ``id``, with ``overrides`` on top of the registered defaults."""
     return spec(id).make(**overrides)
 

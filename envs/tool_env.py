@@ -1,4 +1,4 @@
-"""MultiTurnEnv: tool-use episodes in the same Gymnasium API as the single-step envs.
+"""MultiTurnEnv: tool-use episodes in the same Gymnasium API as the single-step envs (both are an ``Env``).
 
 ``step(action)`` takes one assistant message — text, or a ``{"role": "assistant", "content": ...,
 "tool_calls": [...]}`` mapping as chat APIs and TRL produce. A message that calls tools gets the
@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from rlvr_gym.envs.env import EnvStateError, Observation, SingleTurnEnv
+from rlvr_gym.envs.env import Env, EnvStateError, Observation
 from rlvr_gym.envs.spaces import ChatMessages
 from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import Reason, Task, Verdict, completion_text
@@ -147,10 +147,12 @@ def assistant_message(action: object) -> dict[str, Any] | None:
     return None if text is None else {"role": "assistant", "content": text}
 
 
-class MultiTurnEnv(SingleTurnEnv):
+class MultiTurnEnv(Env):
     """A tool-use env: episodes of up to ``max_turns`` assistant messages.
 
-    Subclasses add :func:`tool` methods and may override :meth:`on_answer` (what a message
+    Not a :class:`~rlvr_gym.envs.env.SingleTurnEnv`: code that steps an env once takes only
+    those. Subclasses add :func:`tool` methods (with the tasks and rubric of an ``Env`` such as
+    ``ArithBase``, or their own) and may override :meth:`on_answer` (what a message
     without a tool call does; by default it is the final answer) and :meth:`out_of_turns`
     (the verdict when the turn budget runs out; by default ``no_answer``, score 0).
     """
@@ -237,7 +239,7 @@ class MultiTurnEnv(SingleTurnEnv):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
-        """Pose a task (as :meth:`SingleTurnEnv.reset`) and start a new conversation."""
+        """Pose a task (as :meth:`Env.reset`) and start a new conversation."""
         obs, info = super().reset(seed=seed, options=options)
         self._messages = copy.deepcopy(obs) if isinstance(obs, list) else []
         self._turns, self._verdict, self._infra_errors = [], None, []
@@ -257,8 +259,7 @@ class MultiTurnEnv(SingleTurnEnv):
 
     def step(self, action: object) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
         """One assistant message: run its tool calls, or take it as the answer. See the module doc."""
-        if self._current is None:
-            raise EnvStateError("step() called before reset(): call env.reset() to pose a task first")
+        self._posed()
         if self._verdict is not None:
             raise EnvStateError("step() called after the episode ended; call reset()")
         self._step_started = time.monotonic()
@@ -269,7 +270,7 @@ class MultiTurnEnv(SingleTurnEnv):
             self._step_started = None
 
     def _step(self, action: object) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
-        split, index, task = self._current  # type: ignore[misc]
+        split, index, task = self._posed()
         message = assistant_message(action)
         turn: dict[str, Any] = {"turn": len(self._turns) + 1}
         if message is None:
@@ -356,7 +357,7 @@ class MultiTurnEnv(SingleTurnEnv):
         or thread-safe), has its own episode state and RNG. Cheaper than rebuilding from the spec."""
         other = copy.copy(self)
         other._messages, other._turns, other._record, other._infra_errors = [], [], {}, []
-        other._verdict, other._current, other._stepped = None, None, False
+        other._verdict, other._current = None, None
         other._np_random = None
         other._spent, other._step_started = 0.0, None
         return other

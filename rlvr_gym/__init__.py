@@ -31,7 +31,9 @@ _LAZY: dict[str, str] = {
     "audit": "rlvr_gym.envs.audit",
     "AuditReport": "rlvr_gym.envs.audit",
     "AuditFailedError": "rlvr_gym.envs.audit",
+    "Env": "rlvr_gym.envs",
     "SingleTurnEnv": "rlvr_gym.envs",
+    "MultiTurnEnv": "rlvr_gym.envs",
     "Verdict": "rlvr_gym.verifiers.verdict",
     "Reason": "rlvr_gym.verifiers.verdict",
     "Rubric": "rlvr_gym.verifiers.rubric",
@@ -49,7 +51,17 @@ if TYPE_CHECKING:
     from rlvr_gym import backends, envs, error, trainers, verifiers
     from rlvr_gym.backends import trl_adapter
     from rlvr_gym.backends.config import LoraSettings, RunConfig
-    from rlvr_gym.envs import SingleTurnEnv, check_env, make, make_vec, register, registry, spec
+    from rlvr_gym.envs import (
+        Env,
+        MultiTurnEnv,
+        SingleTurnEnv,
+        check_env,
+        make,
+        make_vec,
+        register,
+        registry,
+        spec,
+    )
     from rlvr_gym.envs.audit import AuditFailedError, AuditReport, audit
     from rlvr_gym.trainers.eval_config import EvalConfig
     from rlvr_gym.trainers.evaluate import evaluate
@@ -78,9 +90,11 @@ def __dir__() -> list[str]:
 __all__ = [
     "AuditFailedError",
     "AuditReport",
+    "Env",
     "Error",
     "EvalConfig",
     "LoraSettings",
+    "MultiTurnEnv",
     "Reason",
     "Rubric",
     "RunConfig",

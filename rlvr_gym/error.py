@@ -129,7 +129,7 @@ class BadDataRowError(InvalidArgumentError):
 
 
 class EnvCheckError(Error, AssertionError):
-    """An env broke a rule of the SingleTurnEnv contract (the message names the rule)."""
+    """An env broke a rule of the env contract, ``check_env``'s (the message names the rule)."""
 
     def __init__(self, check: str, message: str) -> None:
         super().__init__(f"[{check}] {message}")

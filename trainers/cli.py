@@ -399,7 +399,7 @@ PLAN_FIELDS = (
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``rlvr-gym`` parser; importing and calling it has no side effects (the docs
     render it with sphinx-argparse: ``:module: rlvr_gym.trainers.cli`` ``:func: build_parser``)."""
-    from rlvr_gym.verifiers.audit import MAX_REWARD  # the audit's documented threshold
+    from rlvr_gym.verifiers.exploits import MAX_REWARD  # the audit's documented threshold
 
     parser = Parser(prog="rlvr-gym", description="Verifiable-reward environments for GRPO.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -426,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=cmd_sandbox_info)
 
-    p = sub.add_parser("check", help="check envs against the SingleTurnEnv contract")
+    p = sub.add_parser("check", help="check envs against the env contract (check_env's rules)")
     p.add_argument("ids", nargs="*", metavar="ID")
     p.add_argument("--all", action="store_true", help="check every registered env")
     p.add_argument("--n-tasks", type=int, default=8, help="tasks per split to check (default 8)")

@@ -40,7 +40,7 @@ from rlvr_gym.backends.console import announce
 from rlvr_gym.backends.rollouts import Rollout, RolloutLog, episode_turns
 from rlvr_gym.backends.run_layout import EVAL_SETTINGS_FILE, ROLLOUTS_FILE, SUMMARY_FILE
 from rlvr_gym.backends.scoring import Scorer, make_scorer, scored_by
-from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
+from rlvr_gym.envs import Env, MultiTurnEnv
 from rlvr_gym.envs.env import Observation, unwrap
 from rlvr_gym.error import InvalidArgumentError, InvalidTypeError, NotAvailableError, RunFailedError
 from rlvr_gym.trainers import run_dir
@@ -291,7 +291,7 @@ def _check_settings(output_dir: Path, settings: dict[str, Any], *, write: bool) 
 
 
 def evaluate(
-    env: SingleTurnEnv | gymnasium.Env | str | None,
+    env: Env | gymnasium.Env | str | None,
     model: str | Path,
     config: EvalConfig | None = None,
     *,
@@ -344,7 +344,7 @@ def evaluate(
         _sample_and_score(env_obj, tasks, split, todo, sampler, scored_by(scorer), log, config, session)
         rows = [log.rows[(None, split, i, s)] for i in range(len(tasks)) for s in range(config.n)]
         report = getattr(scorer, "report", None)  # Ray's: nodes, actors, losses and re-runs
-        scoring_report = report() if callable(report) else {"backend": config.scoring}
+        scoring_report = report() if callable(report) else {"scorer": config.scoring}
     summary = _summary(env_obj, tasks, rows, recorded, sampler, config, session.as_dict(scoring_report))
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     return EvalResult(out, summary, rows)
@@ -377,8 +377,8 @@ class _Session:
 
 
 def _env_to_score(
-    env: SingleTurnEnv | gymnasium.Env | str | None, model: str | Path, config: EvalConfig
-) -> SingleTurnEnv:
+    env: Env | gymnasium.Env | str | None, model: str | Path, config: EvalConfig
+) -> Env:
     """The env object: as given (or inside Gymnasium's wrappers), else made from its id, or from
     the run's record for a run's model."""
     env_obj = unwrap(env)
@@ -396,7 +396,7 @@ def _env_to_score(
     return env_obj
 
 
-def _output_dir(config: EvalConfig, model: str | Path, env: SingleTurnEnv) -> Path:
+def _output_dir(config: EvalConfig, model: str | Path, env: Env) -> Path:
     """The eval's folder, made; emptied of an earlier eval's files with ``fresh``."""
     out = Path(
         config.output_dir if config.output_dir is not None else run_dir.default_eval_dir(model, env.id)
@@ -408,7 +408,7 @@ def _output_dir(config: EvalConfig, model: str | Path, env: SingleTurnEnv) -> Pa
     return out
 
 
-def _settings(env: SingleTurnEnv, model: str | Path, split: str, config: EvalConfig) -> dict[str, Any]:
+def _settings(env: Env, model: str | Path, split: str, config: EvalConfig) -> dict[str, Any]:
     """What makes two evals the same eval: a resumed one must match it (``eval_settings.json``)."""
     spec = getattr(env, "spec", None)
     return {
@@ -424,7 +424,7 @@ def _settings(env: SingleTurnEnv, model: str | Path, split: str, config: EvalCon
 
 
 def _sample_and_score(
-    env: SingleTurnEnv,
+    env: Env,
     tasks: Sequence[Task],
     split: str,
     todo: list[tuple[int, list[int]]],
@@ -471,7 +471,7 @@ def _play_chunk(
 
 
 def _score_chunk(
-    env: SingleTurnEnv,
+    env: Env,
     tasks: Sequence[Task],
     split: str,
     chunk: list[tuple[int, list[int]]],
@@ -503,7 +503,7 @@ def _score_chunk(
 
 
 def _summary(
-    env: SingleTurnEnv,
+    env: Env,
     tasks: Sequence[Task],
     rows: Sequence[dict[str, Any]],
     recorded: dict[str, Any],
@@ -529,7 +529,7 @@ def _summary(
 
 
 @contextlib.contextmanager
-def _scorer(env: SingleTurnEnv, config: EvalConfig) -> Iterator[Scorer]:
+def _scorer(env: Env, config: EvalConfig) -> Iterator[Scorer]:
     scorer = make_scorer(env, config.scoring, ray_address=config.ray_address)
     try:
         yield scorer

@@ -38,7 +38,7 @@ def add_serve_args(parser: argparse.ArgumentParser) -> None:
         f"URL prefix (default: ${TOKEN_VARIABLE}, which keeps it out of the process list)",
     )
     parser.add_argument(
-        "--scoring", default="local", choices=list(SCORING), help="scoring backend (default local)"
+        "--scoring", default="local", choices=list(SCORING), help="where completions are scored: this host, or Ray actors (default local)"
     )
     parser.add_argument(
         "--ray-address", default=None, metavar="HOST:PORT", help="the Ray head for --scoring ray"

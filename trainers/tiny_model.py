@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs import Env
 from rlvr_gym.error import InvalidArgumentError
 
 CHAT_TEMPLATE = (
@@ -60,7 +60,7 @@ instructions) in the tokenizer's corpus: enough that BPE merges it into few toke
 prompt repeats it (about half the length of a gsm8k-python prompt otherwise)."""
 
 
-def tool_preamble(env: SingleTurnEnv) -> str:
+def tool_preamble(env: Env) -> str:
     """The system block a tool env's prompts start with, rendered by the tool chat template."""
     from jinja2 import Template
 
@@ -69,7 +69,7 @@ def tool_preamble(env: SingleTurnEnv) -> str:
     return Template(tool_chat_template()).render(messages=messages, tools=tools, add_generation_prompt=False)
 
 
-def env_corpus(env: SingleTurnEnv, tasks: int = 2000) -> Iterator[str]:
+def env_corpus(env: Env, tasks: int = 2000) -> Iterator[str]:
     """Questions, system prompt and reference answers of ``env`` (the tokenizer's training text)."""
     if env.system_prompt:
         yield env.system_prompt
@@ -111,7 +111,7 @@ def build_tokenizer(
     return tokenizer
 
 
-def env_tokenizer(env: SingleTurnEnv, *, vocab_size: int = 512, tools: bool = False):
+def env_tokenizer(env: Env, *, vocab_size: int = 512, tools: bool = False):
     """The tiny model's tokenizer for ``env`` (trained on its text) and the answer tags made
     whole tokens (none when the env's answers do not use them)."""
     corpus = list(env_corpus(env))
@@ -139,7 +139,7 @@ def make_servable(model_dir: str | Path) -> Path:
 
 def build_tiny_model(
     out_dir: str | Path,
-    env: SingleTurnEnv,
+    env: Env,
     *,
     vocab_size: int | None = None,
     hidden_size: int = 64,

@@ -14,7 +14,7 @@ from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.backends.console import announce, quiet_libraries
 from rlvr_gym.backends.run_layout import AUDIT_FILE, CONFIG_FILE, TINY_MODEL_DIR, WARM_START_DIR
 from rlvr_gym.backends.scoring import make_scorer, scored_by
-from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs import Env
 from rlvr_gym.envs.audit import AuditFailedError, fast_audit, settings_of
 from rlvr_gym.envs.registration import accepted_kwargs
 from rlvr_gym.error import InvalidArgumentError, NotAvailableError
@@ -24,7 +24,7 @@ from rlvr_gym.trainers.model_ref import check_model_reference
 logger = logging.getLogger("rlvr_gym.trainers")
 
 
-def resolve_env(env: SingleTurnEnv | str | None, config: RunConfig) -> tuple[SingleTurnEnv, RunConfig]:
+def resolve_env(env: Env | str | None, config: RunConfig) -> tuple[Env, RunConfig]:
     """The env to train and ``config`` naming it: the env is named once.
 
     ``env`` (an object or a registered id) or ``config.env_id`` names it; when both do, they
@@ -66,7 +66,7 @@ def _same_env(a: str, b: str) -> bool:
         return False
 
 
-def recorded_config(env: SingleTurnEnv, config: RunConfig, *, given_object: bool) -> RunConfig:
+def recorded_config(env: Env, config: RunConfig, *, given_object: bool) -> RunConfig:
     """``config`` naming the env really trained, for the run's ``config.json``.
 
     A registered env carries its spec (id and kwargs); an env built by hand has no id, and is
@@ -82,7 +82,7 @@ def recorded_config(env: SingleTurnEnv, config: RunConfig, *, given_object: bool
     return config.replace(env_id=spec.id, env_kwargs=json.loads(json.dumps(dict(spec.kwargs), default=repr)))
 
 
-def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Path | str:
+def prepare_model(env: Env, config: RunConfig, *, resume: bool) -> Path | str:
     """The model GRPO starts from: ``config.model`` or the tiny offline one, warm-started if asked.
 
     The tiny model is rebuilt unless resuming (it only fixes the starting architecture). A warm
@@ -138,7 +138,7 @@ def prepare_model(env: SingleTurnEnv, config: RunConfig, *, resume: bool) -> Pat
     return model
 
 
-def run_audit(env: SingleTurnEnv, config: RunConfig, score: Any) -> None:
+def run_audit(env: Env, config: RunConfig, score: Any) -> None:
     """The fast audit before training: saved to ``OUTPUT_DIR/audit.json``; raises
     :class:`AuditFailedError` on a hole, naming the ways on that keep the audit where there are some."""
     report = fast_audit(env, seed=config.seed, score=score, skip=config.audit_skip)
@@ -152,7 +152,7 @@ def run_audit(env: SingleTurnEnv, config: RunConfig, score: Any) -> None:
         raise AuditFailedError(report, fixes=audit_fixes(env, report))
 
 
-def audit_fixes(env: SingleTurnEnv, report: Any) -> list[str]:
+def audit_fixes(env: Env, report: Any) -> list[str]:
     """Ways on from a refused audit that keep it: a stricter setting of the env where it has one
     (``hardened``), else leaving out only the failing families."""
     fixes = []
@@ -170,7 +170,7 @@ def audit_fixes(env: SingleTurnEnv, report: Any) -> list[str]:
 
 
 def train(
-    env: SingleTurnEnv | str | None = None,
+    env: Env | str | None = None,
     config: RunConfig | None = None,
     backend: str = "auto",
     *,
@@ -206,7 +206,7 @@ def train(
     config = config or RunConfig()
     if not audit:
         config = config.replace(audit=False)
-    given_object = isinstance(env, SingleTurnEnv)
+    given_object = isinstance(env, Env)
     env, config = resolve_env(
         env, config
     )  # an unknown env id fails here, before --overwrite removes anything

@@ -20,7 +20,7 @@ from typing import Any
 
 from rlvr_gym.backends.console import announce
 from rlvr_gym.backends.run_layout import WARM_START_DONE_FILE
-from rlvr_gym.envs import MultiTurnEnv, SingleTurnEnv
+from rlvr_gym.envs import Env, MultiTurnEnv
 from rlvr_gym.error import InvalidArgumentError, RunFailedError
 
 EPISODE_TASKS = 256
@@ -33,7 +33,7 @@ TIMED_STEPS = 5
 
 def warm_start(
     model_path: str | Path,
-    env: SingleTurnEnv,
+    env: Env,
     out_dir: str | Path,
     *,
     steps: int,
@@ -121,7 +121,7 @@ def finished_warm_start(out_dir: str | Path, marker: dict[str, Any]) -> bool:
         return False
 
 
-def _encode(tokenizer, env: SingleTurnEnv, task) -> tuple[list[int], list[int]]:
+def _encode(tokenizer, env: Env, task) -> tuple[list[int], list[int]]:
     prompt = env.prompt(task)
     if isinstance(prompt, str):
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]

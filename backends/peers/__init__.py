@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rlvr_gym import envs
-from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs import Env
 
 
 @functools.lru_cache(maxsize=32)
-def _cached(env_id: str, knobs_json: str) -> SingleTurnEnv:
+def _cached(env_id: str, knobs_json: str) -> Env:
     return envs.make(env_id, **json.loads(knobs_json))
 
 
@@ -36,7 +36,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def shared_env(env_id: str, knobs: Mapping[str, Any] | None = None) -> SingleTurnEnv:
+def shared_env(env_id: str, knobs: Mapping[str, Any] | None = None) -> Env:
     """One env per (id, settings) per process: a peer calls the reward once per item, and an env
     (its tasks, its sandbox pool) is too costly to build per call. Used for scoring only, never
     stepped (a tool env's episodes run on its ``spawn()``), so sharing it is safe."""

@@ -35,7 +35,7 @@ from verifiers.v1.types import content_text
 
 from rlvr_gym.backends.peers import plain, shared_env
 from rlvr_gym.backends.task_labels import label_of, task_of
-from rlvr_gym.envs import MultiTurnEnv
+from rlvr_gym.envs import SingleTurnEnv
 from rlvr_gym.error import InvalidArgumentError
 
 TASKSET_ID = "rlvr-gym-taskset"
@@ -128,13 +128,16 @@ class ChatHarness(vf.Harness[ChatHarnessConfig]):
 
 
 def _single_step(env_id: str, env_kwargs: dict[str, Any]) -> Any:
-    """The shared env, refused if it is a tool env: verifiers' tools are MCP servers, ours run
-    in our sandbox inside the env's own episode loop."""
+    """The shared env, refused unless it is a :class:`SingleTurnEnv` (a tool env is not one):
+    verifiers' tools are MCP servers, ours run in our sandbox inside the env's own episode loop."""
     if not env_id:
         raise InvalidArgumentError("name the env: env_id (e.g. 'gsm8k')")
     env = shared_env(env_id, env_kwargs)
-    if isinstance(env, MultiTurnEnv):
-        raise InvalidArgumentError(f"{env_id!r} is a tool env; the verifiers adapter plays single-step envs")
+    if not isinstance(env, SingleTurnEnv):
+        raise InvalidArgumentError(
+            f"{env_id!r} is a {type(env).__name__}, not a SingleTurnEnv (a tool env, or another turn "
+            "protocol); the verifiers adapter plays single-step envs only"
+        )
     return env
 
 

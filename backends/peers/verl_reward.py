@@ -23,7 +23,7 @@ from typing import Any
 
 from rlvr_gym.backends.peers import shared_env
 from rlvr_gym.backends.task_labels import label_of, task_of
-from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs import Env
 from rlvr_gym.verifiers import Verdict
 
 
@@ -66,7 +66,7 @@ def compute_score_batch(
     return results  # type: ignore[return-value]
 
 
-def verl_rows(env: SingleTurnEnv, split: str = "train", limit: int | None = None) -> list[dict[str, Any]]:
+def verl_rows(env: Env, split: str = "train", limit: int | None = None) -> list[dict[str, Any]]:
     """Dataset rows in verl's RL format (``data_source``, ``prompt``, ``reward_model``, ``extra_info``),
     for ``pandas.DataFrame(rows).to_parquet(...)``."""
     tasks = env.tasks(split)

@@ -1,4 +1,4 @@
-"""Scoring backends: where an env's ``verify_batch`` runs for training rewards, eval and the audit.
+"""Scorers: where an env's ``verify_batch`` runs for training rewards, eval and the audit.
 
 ``local`` (the default) scores on this host: the env's own sandbox pool and math worker, in a
 worker process with a wall-clock budget per batch and per item. ``ray`` (``pip install
@@ -26,7 +26,7 @@ from rlvr_gym.error import InvalidArgumentError, RunFailedError
 from rlvr_gym.verifiers import Reason, Verdict
 
 if TYPE_CHECKING:
-    from rlvr_gym.envs import SingleTurnEnv
+    from rlvr_gym.envs import Env
     from rlvr_gym.verifiers import Task
 
 MAX_SCORED_CHARS = 1_000_000
@@ -82,7 +82,7 @@ def oversized(chars: int, max_chars: int) -> Verdict:
 
 
 def capped_verify_batch(
-    env: SingleTurnEnv,
+    env: Env,
     completions: Sequence[object],
     tasks: Sequence[Task],
     max_chars: int = MAX_SCORED_CHARS,
@@ -130,13 +130,13 @@ def scored_by(scorer: Scorer) -> Callable[[Sequence[object], Sequence[Task]], li
 def check_scoring(scoring: str, ray_address: str | None = None) -> None:
     """Refuse an unknown backend name, or an address given to a backend that takes none."""
     if scoring not in SCORING:
-        raise InvalidArgumentError(f"unknown scoring backend {scoring!r}; choose from {list(SCORING)}")
+        raise InvalidArgumentError(f"unknown scorer {scoring!r} (--scoring); choose from {list(SCORING)}")
     if ray_address is not None and scoring != "ray":
         raise InvalidArgumentError(f"ray_address is for scoring='ray', not {scoring!r}")
 
 
 def make_scorer(
-    env: SingleTurnEnv, scoring: str = "local", *, ray_address: str | None = None, **options: Any
+    env: Env, scoring: str = "local", *, ray_address: str | None = None, **options: Any
 ) -> Scorer:
     """The scorer called ``scoring`` for ``env``.
 

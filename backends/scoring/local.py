@@ -40,7 +40,7 @@ from rlvr_gym.backends.scoring import (
     check_max_chars,
 )
 from rlvr_gym.backends.scoring.worker import DONE, ProcessWorker, receive
-from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs import Env
 from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import Reason, Task, Verdict
 
@@ -119,7 +119,7 @@ class LocalScorer(AwaitableScorer):
 
     def __init__(
         self,
-        env: SingleTurnEnv,
+        env: Env,
         *,
         max_chars: int = MAX_SCORED_CHARS,
         item_timeout_s: float = ITEM_TIMEOUT_S,

@@ -55,7 +55,7 @@ from rlvr_gym.backends.scoring import (
     oversized,
 )
 from rlvr_gym.backends.scoring.local import ITEM_TIMEOUT_S, LocalScorer, check_item_timeout, item_budget
-from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs import Env
 from rlvr_gym.error import (  # noqa: F401 - defined with the whole tree
     ClusterUnreachableError,
     InvalidArgumentError,
@@ -213,7 +213,7 @@ class ScoringActor:
 
     def __init__(
         self,
-        env: SingleTurnEnv,
+        env: Env,
         cpus: int,
         max_chars: int = MAX_SCORED_CHARS,
         item_timeout_s: float = ITEM_TIMEOUT_S,
@@ -292,7 +292,7 @@ class RayScorer(AwaitableScorer):
 
     def __init__(
         self,
-        env: SingleTurnEnv,
+        env: Env,
         *,
         address: str | None = None,
         cpus_per_actor: int = 1,
@@ -430,7 +430,7 @@ class RayScorer(AwaitableScorer):
             self._count_lost(self._alive_nodes())
         counted = ("lost_nodes", "lost_actors", "rerun_items", "unscored_items", "scored_items")
         return {
-            "backend": "ray",
+            "scorer": "ray",
             "nodes": len(self.nodes()),
             "actors": self.actors,
             **{name: self.stats[name] for name in counted},

@@ -32,7 +32,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from rlvr_gym.backends.scoring import completion_chars, oversized
-from rlvr_gym.envs import SingleTurnEnv
+from rlvr_gym.envs import Env
 from rlvr_gym.verifiers import Rubric, Task, Verdict, run_verifier, run_verifier_batch
 
 DONE = "done"
@@ -42,7 +42,7 @@ message for a batch of easy items, and a killed worker loses at most this much w
 
 
 def stream_verdicts(
-    env: SingleTurnEnv,
+    env: Env,
     completions: Sequence[object],
     tasks: Sequence[Task],
     max_chars: int,
@@ -65,7 +65,7 @@ def stream_verdicts(
             keep.append(index)
     kept = [completions[i] for i in keep], [tasks[i] for i in keep]
     rubric = env.rubric
-    if type(env).verify_batch is not SingleTurnEnv.verify_batch or (
+    if type(env).verify_batch is not Env.verify_batch or (
         not isinstance(rubric, Rubric) and callable(getattr(rubric, "verify_batch", None))
     ):
         yield from zip(keep, env.verify_batch(*kept) if keep else [], strict=True)

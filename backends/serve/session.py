@@ -34,7 +34,7 @@ from pydantic import AliasChoices, Field
 from rlvr_gym.backends.scoring import Scorer
 from rlvr_gym.backends.serve.batching import Batcher
 from rlvr_gym.backends.serve.journal import Journal
-from rlvr_gym.envs import EnvStateError, MultiTurnEnv, SingleTurnEnv
+from rlvr_gym.envs import Env, EnvStateError, MultiTurnEnv
 from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import Verdict
 
@@ -79,7 +79,7 @@ class HostedEnv:
     """One env the server hosts: shared by all its sessions (tasks, rubric, scorer, pools)."""
 
     env_id: str
-    env: SingleTurnEnv
+    env: Env
     knobs: dict[str, Any]
     batcher: Batcher
     scorer: Scorer
@@ -144,7 +144,7 @@ class ServedEnv(Environment):
         self.hosted = hosted
         base = hosted.env
         # A session of its own: a tool env's spawn(); a single-step env's episode state is small.
-        self._env: SingleTurnEnv = base.spawn() if isinstance(base, MultiTurnEnv) else copy.copy(base)
+        self._env: Env = base.spawn() if isinstance(base, MultiTurnEnv) else copy.copy(base)
         self._episode: str | None = None
         self._where: tuple[str, int] | None = None
         self._steps = 0

@@ -11,7 +11,7 @@ from rlvr_gym.backends.run_layout import AUDIT_FILE
 from rlvr_gym.envs.audit import AuditFailedError
 from rlvr_gym.trainers.cli import main
 from rlvr_gym.verifiers import Verdict
-from rlvr_gym.verifiers.audit import FAMILIES, Subject, exploits_for, near_misses
+from rlvr_gym.verifiers.exploits import FAMILIES, Subject, exploits_for, near_misses
 from rlvr_gym.verifiers.single_answer import SingleAnswer, committed_answers
 from tests.support import hackable_envs
 

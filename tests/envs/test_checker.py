@@ -89,7 +89,7 @@ def test_checker_names_the_broken_rule(env_class, rule):
 
 
 def test_checker_refuses_non_envs():
-    with pytest.raises(EnvCheckError, match="SingleTurnEnv"):
+    with pytest.raises(EnvCheckError, match=r"rlvr_gym\.envs\.Env"):
         check_env("arith")  # type: ignore[arg-type]
 
 

@@ -97,7 +97,7 @@ def test_use_all_requires_every_number_and_a_hedge_fails():
 
 
 def test_the_verifier_honours_the_operations_knob():
-    """A task that poses only + and - pays no * or / (issue 34: the knob was prompt-only)."""
+    """A task that poses only + and - pays no * or / (the knob once only changed the prompt)."""
     env = envs.make("countdown", operations="+-")
     task = {"numbers": [3, 5, 2, 6], "target": 16}
     for forbidden in ("(3 + 5) * 2", "(5 - 3) * (2 + 6)", "(3 + 5) / 2 * (2 + 6)"):

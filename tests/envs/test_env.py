@@ -1,7 +1,7 @@
 import pytest
 
 from rlvr_gym import envs
-from rlvr_gym.envs import EnvStateError, SingleTurnEnv
+from rlvr_gym.envs import Env, EnvStateError, MultiTurnEnv, SingleTurnEnv
 from rlvr_gym.verifiers import ExactMatch, Reason, Rubric, Verdict
 from tests.support.doc_blocks import ROOT, named
 
@@ -109,3 +109,41 @@ def test_env_needs_tasks_and_named_splits():
 
     with pytest.raises(ValueError, match="has no tasks"):
         Empty().reset()
+
+
+def test_every_registered_env_is_an_env_of_exactly_one_turn_protocol():
+    """``Env`` is the base of both protocols, and a tool env built on a single-step env's tasks
+    and rubric (``gsm8k-python`` on GSM8K's) is not a ``SingleTurnEnv``: code that steps an env
+    once can tell them apart with ``isinstance``."""
+    assert issubclass(SingleTurnEnv, Env) and issubclass(MultiTurnEnv, Env)
+    assert not issubclass(MultiTurnEnv, SingleTurnEnv) and not issubclass(SingleTurnEnv, MultiTurnEnv)
+    protocols = {}
+    for env_id, spec in envs.registry.items():
+        try:
+            factory = spec.load()
+        except envs.RegistryError:  # an optional extra (reasoning-gym) not installed
+            continue
+        if isinstance(factory, type):
+            assert issubclass(factory, Env), env_id
+            protocols[env_id] = "single" if issubclass(factory, SingleTurnEnv) else "multi"
+            assert issubclass(factory, MultiTurnEnv) is (protocols[env_id] == "multi"), env_id
+    tool_envs = {"gsm8k-python-v0", "math500-python-v0", "humaneval-feedback-v0", "big-add-v0"}
+    assert {env_id for env_id, kind in protocols.items() if kind == "multi"} == tool_envs
+    assert {"arith-v0", "gsm8k-v0", "math500-v0", "humaneval-v0", "mbpp-v0"} <= set(protocols)
+
+
+def test_an_env_without_a_turn_protocol_says_which_to_subclass():
+    class TasksOnly(Env):
+        rubric = ExactMatch("capital")
+
+        def load_tasks(self, split):
+            return [{"country": "France", "capital": "Paris"}]
+
+        def question(self, task):
+            return f"What is the capital of {task['country']}?"
+
+    env = TasksOnly()
+    env.reset(seed=0)
+    assert env.verify("Paris", env.tasks()[0]).passed  # the batch API needs no protocol
+    with pytest.raises(NotImplementedError, match="subclass SingleTurnEnv or MultiTurnEnv"):
+        env.step("Paris")

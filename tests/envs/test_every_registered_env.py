@@ -1,4 +1,4 @@
-"""One invariant across the whole registry: every env keeps the SingleTurnEnv contract."""
+"""One invariant across the whole registry: every env keeps the env contract (check_env's rules)."""
 
 import pytest
 

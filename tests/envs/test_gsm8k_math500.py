@@ -155,7 +155,7 @@ def test_check_verifier_on_the_env_rubrics_and_boxed_format(gsm8k: GSM8KEnv, mat
 
 @pytest.mark.parametrize("env_id", ["gsm8k", "math500"])
 def test_a_ten_megabyte_completion_is_refused_by_size_at_once(env_id):
-    """Issue 34: gsm8k and math500 had no size cap (10 MB spent seconds in the extractors)."""
+    """A size cap on gsm8k and math500 completions: without one, 10 MB spent seconds in the extractors."""
     import time
 
     env = envs.make(env_id)

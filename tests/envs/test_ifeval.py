@@ -225,10 +225,10 @@ def test_without_the_ifeval_extra_the_env_and_verifier_refuse_with_the_install_l
 
 
 def test_the_shaped_echo_copy_and_filler_of_the_request_score_zero(env):
-    """Issue 34: the request echoed back (or copied, or padded with filler), the required keywords
-    appended and shaped to every instruction, scored 1.0 on ~97% of tasks; the substance gate
-    refuses each while every reference still passes."""
-    from rlvr_gym.verifiers.audit import Subject, instruction_echo
+    """The request echoed back (or copied, or padded with filler), the required keywords appended
+    and shaped to every instruction, scored 1.0 on ~97% of tasks before the substance gate; the
+    gate refuses each while every reference still passes."""
+    from rlvr_gym.verifiers.exploits import Subject, instruction_echo
 
     tasks = [env.tasks("test")[i] for i in range(40)]
     references = env.verify_batch([env.reference_completion(t) for t in tasks], tasks)
@@ -255,7 +255,7 @@ NON_LATIN = {
 
 @pytest.mark.parametrize("language", sorted(NON_LATIN))
 def test_an_answer_in_a_non_latin_script_has_words_and_passes(language):
-    """Issue 37: the gate counted words as [A-Za-z]+, so Hindi, Korean or Russian had none."""
+    """The gate counts words in any script: as [A-Za-z]+, Hindi, Korean or Russian had none."""
     task = {
         "prompt": "Write a short description of the sea and the people who live by it.",
         "instructions": [{"id": "language:response_language", "kwargs": {"language": language}}],

@@ -66,7 +66,7 @@ def test_sanitized_mbpp_reads_prompt_and_test_imports():
 @pytest.mark.slow
 def test_mbpp_passes_gymnasium_the_audit_and_check_env(mbpp):
     """Task 601, the first of train, builds the submission's own ``Pair`` objects: ``check_env``'s
-    oracle passes on it (issue 37)."""
+    oracle passes on it."""
     gymnasium_check_env(mbpp, skip_render_check=True)
     report = audit(mbpp, n_tasks=3)
     assert report.ok, report.render()
@@ -74,8 +74,8 @@ def test_mbpp_passes_gymnasium_the_audit_and_check_env(mbpp):
 
 
 def test_tasks_that_pass_the_submissions_own_objects_or_a_type_back_to_it(mbpp):
-    """Issue 37: 601 (``Pair`` objects in the asserts), 367 and 927 (a ``test_setup_code`` that
-    grows ``Node`` trees), 533 (the type ``int`` as an argument), and 341 (a set literal whose
+    """The published tasks that need the harness's care: 601 (``Pair`` objects in the asserts),
+    367 and 927 (a ``test_setup_code`` that grows ``Node`` trees), 533 (the type ``int`` as an argument), and 341 (a set literal whose
     request must match its planned frame): canonical solutions pass, and one that returns an
     always-equal object passes none of their cases."""
     wanted = {601, 367, 927, 533, 341}

@@ -155,7 +155,7 @@ def _scores(env_id_: str, index: int, answers: dict[str, str], **knobs: object) 
     ],
 )
 def test_hardened_judges_numbers_bools_and_lists_itself(dataset, index, wrong):
-    """Issue 34: hardened=True still paid these through reasoning-gym's lenient scorers."""
+    """hardened=True pays none of these, which reasoning-gym's lenient scorers paid."""
     hard = _scores(
         env_id(dataset), index, {"gold": "{gold}", "wrong": wrong, "point_zero": "{gold}"}, hardened=True
     )
@@ -192,7 +192,7 @@ def test_hardened_refuses_the_datasets_it_cannot_check_and_checks_game_of_life_h
 @pytest.mark.slow
 @pytest.mark.parametrize("dataset", ["game_of_life_halting", "number_sorting", "coin_flip"])
 def test_hardened_scoring_passes_the_audit_where_reasoning_gyms_own_did_not(dataset):
-    """Issue 34: the opposite bool, a list off by one, a near-miss probability paid 1.0 hardened."""
+    """The audit catches what paid 1.0 hardened: the opposite bool, a list off by one, a near-miss probability."""
     from rlvr_gym.envs.audit import audit
 
     env = envs.make(env_id(dataset), hardened=True, train_size=60, test_size=8)

@@ -91,7 +91,7 @@ def test_entry_point_errors_are_registry_errors(scratch_ids):
         envs.make("missing-module-v0")
     envs.register("not-an-env-v0", lambda: "hello")
     scratch_ids.append("not-an-env-v0")
-    with pytest.raises(envs.RegistryError, match="not an envs.SingleTurnEnv"):
+    with pytest.raises(envs.RegistryError, match="not an rlvr_gym.envs.Env"):
         envs.make("not-an-env-v0")
     with pytest.raises(envs.RegistryError, match="module:attr"):
         envs.register("no-colon-v0", "envs.arith.ArithEnv")

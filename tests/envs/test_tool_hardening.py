@@ -1,4 +1,4 @@
-"""Issue 34, tool surfaces: caps the submission cannot reach, a linear tool-call parser, one
+"""Tool surfaces a submission can abuse: caps the submission cannot reach, a linear tool-call parser, one
 submission per message and held-back tests in humaneval-feedback, the episode time budget, a
 tool argument named ``name``, and the audit families that catch each hole."""
 
@@ -18,8 +18,8 @@ from rlvr_gym.backends.tool_bridge import environment_factory
 from rlvr_gym.envs.audit import audit
 from rlvr_gym.envs.humaneval_feedback import HumanEvalFeedbackEnv
 from rlvr_gym.envs.python_tool_envs import GSM8KPythonEnv
-from rlvr_gym.envs.tool_audit import lookup_table_policy, play, replay_policy
 from rlvr_gym.envs.tool_env import MAX_CALL_CHARS, parse_tool_calls, tool
+from rlvr_gym.envs.tool_exploits import lookup_table_policy, play, replay_policy
 from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import Reason
 from tests.support import tool_probes

@@ -238,8 +238,8 @@ def _ignored(mentioned: str) -> bool:
 
 
 def test_every_repository_path_mentioned_exists() -> None:
-    """Paths in the repository as the reader sees it (``verifiers/audit.py``, not the wheel's
-    ``rlvr_gym/verifiers/audit.py``); tests are left out, they name wheel contents."""
+    """Paths in the repository as the reader sees it (``verifiers/exploits.py``, not the wheel's
+    ``rlvr_gym/verifiers/exploits.py``); tests are left out, they name wheel contents."""
     missing = []
     for path in PROSE_FILES:
         for where, line in _lines(path):

@@ -40,7 +40,7 @@ def test_gathered_wheels_install_offline_and_import(tmp_path):
     wheels = sorted(dest.glob("*.whl"))
     names = {w.name.split("-")[0].lower().replace("_", "-") for w in wheels}
     assert {"trl", "liger-kernel", "deepspeed", "datasets", "pydantic", "pydantic-core", "hjson"} <= names
-    # what the first GPU run would have missed (issue 29): the sandbox's, newer pins, the build backend
+    # what a GPU run needs beyond the big four: the sandbox's seccomp, newer pins, the build backend
     assert {"pyseccomp", "typing-extensions", "fsspec", "peft", "setuptools"} <= names
     assert sum(w.stat().st_size for w in wheels) < 64 * 2**20
     # pyarrow unread there (taken as too old) and not carried: the check says so and fails

@@ -167,7 +167,7 @@ def test_import_rlvr_gym_loads_neither_torch_sympy_nor_restrictedpython(tmp_path
 def test_the_lazy_names_resolve_to_the_real_objects() -> None:
     from rlvr_gym import envs, trainers, verifiers
 
-    assert rlvr_gym.make is envs.make and rlvr_gym.SingleTurnEnv is envs.SingleTurnEnv
+    assert rlvr_gym.make is envs.make and rlvr_gym.SingleTurnEnv is envs.SingleTurnEnv and rlvr_gym.Env is envs.Env
     assert rlvr_gym.Verdict is verifiers.Verdict and rlvr_gym.Rubric is verifiers.Rubric
     assert rlvr_gym.RunConfig is trainers.RunConfig is backends.RunConfig
     assert rlvr_gym.train is trainers.train and rlvr_gym.evaluate is trainers.evaluate

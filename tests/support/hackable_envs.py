@@ -141,7 +141,7 @@ def instructions_only(completion: str, task: Task) -> Verdict:
     return _verdict(on_topic and followed)
 
 
-def _instruction_hack_env(**options: Any) -> envs.SingleTurnEnv:
+def _instruction_hack_env(**options: Any) -> envs.Env:
     """ifeval-v0's tasks scored by :func:`instructions_only`."""
     env = envs.make("ifeval", **options)
     env.rubric = Rubric({"correct": instructions_only})

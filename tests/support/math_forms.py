@@ -1,6 +1,6 @@
 """Answer forms a grader meets, one table: ``(family, gold, completion, label)``.
 
-Written fresh for issue 13 from the families it lists (not copied from another verifier's
+Written fresh from the answer-form families graders meet (not copied from another verifier's
 suite). ``label`` is the verdict a careful human grader gives. Used by
 ``tests/verifiers/math/test_forms.py`` and by ``bench/verifiers.py`` (agreement and speed against
 Math-Verify on the same completions).
@@ -220,7 +220,7 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("exact", "\\frac{1}{8}", "\\boxed{0.13}", F),
     ("exact", "2.5", "\\boxed{\\frac{5}{2}}", T),
     ("exact", "10^{20}", "\\boxed{100000000000000000000}", T),
-    # ---- issue 24: big operators up to commutativity of their bodies -------------------------------
+    # ---- big operators up to commutativity of their bodies -------------------------------
     ("bigop", "\\sum_{i=1}^{n} (i+1)", "\\boxed{\\sum_{i=1}^{n}(1+i)}", T),
     ("bigop", "\\sum_{i=1}^{n} (i+1)", "\\boxed{\\sum_{k=1}^{n}(1+k)}", T),
     ("bigop", "\\sum_{i=1}^{n} i^2", "\\boxed{\\frac{n(n+1)(2n+1)}{6}}", T),
@@ -244,7 +244,7 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("bigop", "x_{10}", "\\boxed{0}", F),  # x_10 is x sub 10, not x_1 times 0
     ("bigop", "x_{10} + 1", "\\boxed{1}", F),
     ("bigop", "x_{ab}", "\\boxed{b x_a}", F),  # _ab: an ambiguous subscript, compared as text
-    # ---- issue 24: inequalities as intervals, both ways --------------------------------------------
+    # ---- inequalities as intervals, both ways --------------------------------------------
     ("inequality", "x \\in [-2,7]", "\\boxed{-2 \\le x \\le 7}", T),
     ("inequality", "-2 \\le x \\le 7", "\\boxed{x \\in [-2,7]}", T),
     ("inequality", "x \\in (-2,7]", "\\boxed{-2 < x \\leq 7}", T),
@@ -266,7 +266,7 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("inequality", "(-\\infty,-2) \\cup (3,\\infty)", "\\boxed{x < -2}", F),
     ("inequality", "x \\geq 3", "\\boxed{y \\geq 3}", F),
     ("inequality", "(-\\infty,2) \\cup (3,\\infty)", "\\boxed{x > 3 \\text{ or } y < 2}", F),  # two variables
-    # ---- issue 24: labelled solution sets --------------------------------------------------------
+    # ---- labelled solution sets --------------------------------------------------------
     ("solutions", "p=5,q=2;p=7,q=2", "\\boxed{(5,2),(7,2)}", T),
     ("solutions", "p=5,q=2;p=7,q=2", "\\boxed{(7,2),(5,2)}", T),
     ("solutions", "p=5,q=2;p=7,q=2", "\\boxed{(p,q)=(5,2),(7,2)}", T),
@@ -281,7 +281,7 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("solutions", "p=5,q=2;p=7,q=2", "\\boxed{q=5,p=2;q=7,p=2}", F),
     ("solutions", "(5,2),(7,2)", "\\boxed{p=2,q=5;p=2,q=7}", F),
     ("solutions", "(x,y)=(1,2),(3,4)", "\\boxed{(1,2),(4,3)}", F),
-    # ---- issue 24: "f(x)=1 or f(x)=-1" lists -----------------------------------------------------
+    # ---- "f(x)=1 or f(x)=-1" lists -----------------------------------------------------
     ("or-list", "f(x)=1 \\text{ or } f(x)=-1", "\\boxed{1,-1}", T),
     ("or-list", "1,-1", "\\boxed{f(x)=1 \\text{ or } f(x)=-1}", T),
     ("or-list", "\\pm 1", "\\boxed{f(x)=1 \\text{ or } f(x)=-1}", T),
@@ -293,7 +293,7 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("or-list", "f(x)=1 \\text{ or } f(x)=-1", "\\boxed{1}", F),
     ("or-list", "f(x)=1 \\text{ or } f(x)=-1", "\\boxed{\\pm 2}", F),
     ("or-list", "\\pm 1", "\\boxed{f(x)=1 \\text{ or } f(x)=2}", F),
-    # ---- issue 24: a committed final number inside prose (gold one number) ------------------------
+    # ---- a committed final number inside prose (gold one number) ------------------------
     ("prose-number", "1000.99", "the number is not 10 which is 1,000.99€", T),
     ("prose-number", "1000.99", "the total is $1,000.99.", T),
     ("prose-number", "1000.99", "not it's not 10 it's 1,000.99m²", T),
@@ -312,7 +312,7 @@ CASES: list[tuple[str, str, str, bool]] = [
     ("prose-number", "1000.99", "the number is not 1,000.99 which is 10€", F),
     ("prose-number", "1000.99", "the total is between 1,000 and 1,000.99", F),
     ("prose-number", "5", "we get 2 + 3 which is 5 or 6", F),
-    # ---- issue 24: answers copied from an escaped string (every command with a doubled backslash) -----
+    # ---- answers copied from an escaped string (every command with a doubled backslash) -----
     ("escaped", "x \\in [-2,7]", "$\\boxed{-2 \\\\le x \\\\le 7}$", T),
     ("escaped", "(3, \\frac{\\pi}{2})", "$\\\\boxed{\\\\left( 3, \\\\frac{\\\\pi}{2} \\\\right)}$", T),
     ("escaped", "\\frac{1}{2}", "\\boxed{\\\\frac{1}{2}}", T),
@@ -325,7 +325,7 @@ CASES: list[tuple[str, str, str, bool]] = [
         "\\boxed{\\begin{pmatrix} 1 \\\\ 3 \\end{pmatrix}}",  # a real row break stays one
         F,
     ),
-    # ---- issue 24: a chat template's next-turn marker ends the completion ------------------------------
+    # ---- a chat template's next-turn marker ends the completion ------------------------------
     (
         "turn-end",
         "\\frac{2}{3}",

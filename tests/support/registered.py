@@ -24,7 +24,7 @@ def ids(*, hackable: bool = True) -> list[str]:
     )
 
 
-def make_or_skip(env_id: str) -> envs.SingleTurnEnv:
+def make_or_skip(env_id: str) -> envs.Env:
     """``envs.make(env_id)`` with its first split loaded; skips the test when the data or an extra
     it needs is not here."""
     try:

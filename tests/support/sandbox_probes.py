@@ -80,7 +80,7 @@ def f():
 dir after the verdict, where the next submission looks (a breach if it finds the file)."""
 
 
-# ----- issue 24: channels between submissions, the judge's soft spots --------------------------
+# ----- channels between submissions, the judge's soft spots ----------------------------------
 
 IPC_KEY = 0x52000000 + os.getpid() % 0x10000
 MQ_NAME = f"/rlvr-probe-{os.getpid()}"
@@ -194,7 +194,7 @@ if j < N:
     return 'x' * (4 << 20) if x == j + 1 else 0
 """
 )
-"""The forged pass of issue 24: learns the hidden expected bits one per attempt, by whether the
+"""A forged pass across attempts: learns the hidden expected bits one per attempt, by whether the
 judge read a large answer (it did only if the assert before held), and keeps what it learned
 for its next attempt in System V shared memory."""
 
@@ -215,7 +215,7 @@ the task expects (an ``OverflowError`` while comparing), 900-deep nesting; and a
 cleanup. Breached when the verdict is ``error``, or slow, or the worker's memory jumps."""
 
 
-# ----- issue 34: the side channels left open -------------------------------------------------
+# ----- side channels: the outcome, counters and clocks that outlive a submission ---------------
 
 ORACLE_TESTS = {
     "kind": "assert",
@@ -302,8 +302,8 @@ def package_data_probe(verifier: CodeVerifier) -> bool:
     return _breached(verifier(fenced(program), escaped)) or not files
 
 
-def issue34_probes(pool: SandboxPool, verifier: CodeVerifier) -> dict[str, object]:
-    """The side channels of issue 34 (``True`` = breached), on ``pool``'s one worker."""
+def side_channel_probes(pool: SandboxPool, verifier: CodeVerifier) -> dict[str, object]:
+    """The side-channel probes (``True`` = breached), on ``pool``'s one worker."""
     from rlvr_gym.verifiers.code.tool import PythonTool
 
     results: dict[str, object] = {"read-the-package-data": package_data_probe(verifier)}
@@ -339,7 +339,7 @@ def issue34_probes(pool: SandboxPool, verifier: CodeVerifier) -> dict[str, objec
     return results
 
 
-# ----- issue 37: the submission's own objects in the tests (MBPP 601's ``Pair``) --------------
+# ----- the submission's own objects in the tests (MBPP 601's ``Pair``), forged -------------------
 
 PAIR_CASES = [
     "assert max_chain_length([Pair(5, 24), Pair(15, 25),Pair(27, 40), Pair(50, 60)], 4) == 3",
@@ -406,7 +406,7 @@ always-equal object with a hash and repr made to match, the ``Pair`` itself so m
 ``int`` and ``str``, and a runner patched to answer every call with a handle."""
 
 
-def issue37_probes(verifier: CodeVerifier) -> dict[str, object]:
+def forged_object_probes(verifier: CodeVerifier) -> dict[str, object]:
     """Forged answers to a ``Pair`` task (``True`` = one passed a case), and the canonical control."""
     results: dict[str, object] = {
         "control: canonical Pair task": verifier(fenced(PAIR_CANONICAL), PAIR_TASK).passed
@@ -438,8 +438,9 @@ def _peak_memory(pid: int) -> int:
         return 0
 
 
-def issue24_probes(pool: SandboxPool, verifier: CodeVerifier, escaped: dict) -> dict[str, object]:
-    """The probes of issue 24 (``True`` = breached), run on ``pool``'s one worker."""
+def between_submissions_probes(pool: SandboxPool, verifier: CodeVerifier, escaped: dict) -> dict[str, object]:
+    """The probes of channels between submissions and of the judge's soft spots (``True`` =
+    breached), run on ``pool``'s one worker."""
     results: dict[str, object] = {}
     try:
         results["leave-ipc-objects"] = _breached(verifier(fenced(LEAVE_IPC), escaped))
@@ -527,7 +528,7 @@ def probes(host_pid: int, port: int, marker: str) -> dict[str, str]:
 
 
 def forged_humaneval() -> tuple[str, str, dict]:
-    """The finding of issue 14: read the answer key the env loaded, exec the canonical solution."""
+    """A forged HumanEval pass: read the answer key the env loaded, exec the canonical solution."""
     with gzip.open(data_file(), "rt") as handle:
         row = json.loads(handle.readline())
     forged = (
@@ -559,9 +560,9 @@ def run_all(namespaces: bool | None = None) -> dict[str, object]:
         results["forged HumanEval/0 from the data file"] = verifier(fenced(forged), task).passed
         leak = verifier(fenced("def f():\n    raise ValueError('/etc/shadow ' + 'x' * 5000)"), escaped)
         results["leaked text"] = json.dumps(dict(leak.details))
-        results.update(issue24_probes(pool, verifier, escaped))
-        results.update(issue34_probes(pool, verifier))
-        results.update(issue37_probes(verifier))
+        results.update(between_submissions_probes(pool, verifier, escaped))
+        results.update(side_channel_probes(pool, verifier))
+        results.update(forged_object_probes(verifier))
         results["isolation"] = pool.isolation
     results["marker written"] = os.path.exists(marker)
     folder = str(results.pop("host folder", ""))

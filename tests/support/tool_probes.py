@@ -1,4 +1,4 @@
-"""Hostile ``run_python`` programs against a real pool, reported as JSON (issue 34).
+"""Hostile ``run_python`` programs against a real pool (escapes, side channels, floods), reported as JSON.
 
 Run in-process as the test user, or as ``python -m tests.support.tool_probes [--no-namespaces]`` as an
 ordinary user (tests/envs/test_tool_hardening.py), so the three wall modes see the same probes.
@@ -10,7 +10,7 @@ import json
 import sys
 
 from rlvr_gym import envs
-from rlvr_gym.envs.tool_audit import CAP_BYPASS
+from rlvr_gym.envs.tool_exploits import CAP_BYPASS
 from rlvr_gym.verifiers import SandboxPool
 from rlvr_gym.verifiers.code.tool import PythonTool
 

@@ -88,6 +88,7 @@ def test_pass_at_k_of_an_eval_equals_hand_computed_values(tmp_path):
     assert s["reasons"] == {"bad_format": 9, "correct": 6}
     assert s["reward/correct/mean"] == pytest.approx(6 / 15)
     assert s["component_reasons"]["correct"]["correct"] == 6
+    assert s["this_session"]["scoring"] == {"scorer": "local"}  # where it was scored: no "backend"
 
 
 def check_real_eval(result, n: int, tasks: int, components: set[str]) -> None:

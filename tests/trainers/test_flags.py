@@ -1,5 +1,5 @@
 """The CLI is made from RunConfig: the same inputs give the same run, every field has its flag,
-the env is named in one place, and backend options are typed (issue 23)."""
+the env is named in one place, and backend options are typed."""
 
 from __future__ import annotations
 

@@ -290,3 +290,16 @@ def test_train_records_the_audit_choice_and_drops_a_stale_audit(tmp_path, capsys
     assert main([*args, "--no-audit"]) == 2 and "cannot run here" in capsys.readouterr().err
     assert json.loads((tmp_path / "config.json").read_text())["audit"] is False
     assert not (tmp_path / "audit.json").exists(), "the refused start's audit would show as this run's"
+
+
+def test_the_report_says_how_far_a_run_got_from_the_runs_trainer_state(tmp_path):
+    from rlvr_gym.trainers.report import headline
+
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = [{"step": 6, "reward/mean": 0.5}]
+    (run / "metrics.jsonl").write_text(json.dumps(rows[0]) + "\n")
+    assert headline(run, rows, None)["steps"] == "6 (1 logged; the run did not finish)"
+    (run / "trainer_state.json").write_text(json.dumps({"global_step": 7}))
+    assert headline(run, rows, None)["steps"] == "7 (1 logged)"  # not the last *logged* step
+    assert "7 (1 logged)" in build_report(run).page.read_text()

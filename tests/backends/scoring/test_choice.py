@@ -68,11 +68,11 @@ def test_ray_absent_is_a_clear_error_from_the_api_and_the_cli():
 
 def test_the_scoring_choice_is_validated():
     assert RunConfig(scoring="ray", ray_address="10.0.0.5:6379").scoring == "ray"
-    with pytest.raises(InvalidArgumentError, match="unknown scoring backend 'dask'"):
+    with pytest.raises(InvalidArgumentError, match="unknown scorer 'dask'"):
         RunConfig(scoring="dask")
     with pytest.raises(InvalidArgumentError, match="ray_address is for scoring='ray'"):
         RunConfig(ray_address="10.0.0.5:6379")
-    with pytest.raises(InvalidArgumentError, match="unknown scoring backend"):
+    with pytest.raises(InvalidArgumentError, match="unknown scorer"):
         make_scorer(None, "dask")  # type: ignore[arg-type]
 
 

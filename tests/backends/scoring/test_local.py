@@ -150,7 +150,7 @@ class SeenChars:
 
 @pytest.mark.parametrize("isolation", ["process", "thread"])
 def test_an_oversized_completion_costs_only_itself_and_never_reaches_a_verifier(isolation):
-    """Issue 34: a 10 MB completion held a verifier's regex (and the GIL) 5-8 s past a 2 s budget;
+    """A 10 MB completion once held a verifier's regex (and the GIL) 5-8 s past a 2 s budget;
     the scorer now answers it bad_format itself, and its seven neighbours are scored."""
     from rlvr_gym.backends.scoring.local import LocalScorer
 
@@ -179,7 +179,7 @@ def test_an_oversized_completion_costs_only_itself_and_never_reaches_a_verifier(
 
 @pytest.mark.slow
 def test_a_slow_item_costs_only_itself_and_never_freezes_the_trainer():
-    """Issue 34: one hostile item may cost only itself. A regex that holds the GIL froze the whole
+    """One hostile item may cost only itself. A regex that holds the GIL froze the whole
     process past the budget and left every neighbour unscored; now each slow item is its own
     ``timeout`` (score 0, the submission's failure), its neighbours are scored, the call returns
     within the batch's budget, and the next batch is scored as usual."""

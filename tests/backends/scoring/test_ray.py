@@ -194,7 +194,7 @@ def test_items_missing_the_budget_are_left_unscored_never_zeroed(cluster):
 
 
 def test_one_slow_item_costs_only_itself_not_its_neighbours_or_the_next_batch(cluster):
-    """Issue 34: one item that keeps an actor busy past the budget left the chunks queued behind
+    """An item that keeps an actor busy past the budget once left the chunks queued behind
     it unscored, and the next batch was dealt to the busy actor. Now the queued chunks run again
     on the idle actor, the busy actor gets nothing while the other is free, and a 10 MB
     completion is bad_format at the driver (never shipped)."""
@@ -221,7 +221,7 @@ def test_one_slow_item_costs_only_itself_not_its_neighbours_or_the_next_batch(cl
 
 
 def test_a_slow_item_costs_only_itself_not_the_rest_of_its_chunk(cluster):
-    """Issue 34: a slow item held its whole chunk past the budget (8 items on one actor, all left
+    """A slow item once held its whole chunk past the budget (8 items on one actor, all left
     unscored). Now the actor scores its chunk item by item in a worker process it can kill: the
     slow item is its own ``timeout`` (score 0), the seven others of its chunk are scored."""
     from rlvr_gym.verifiers import Rubric
@@ -312,7 +312,7 @@ def test_eval_audit_and_training_rewards_score_through_ray(cluster, tmp_path):
             ray_address=cluster.address if scoring == "ray" else None,
         )
         summary = result.summary
-        assert summary["this_session"]["scoring"]["backend"] == scoring
+        assert summary["this_session"]["scoring"]["scorer"] == scoring
         return {k: v for k, v in summary.items() if k != "this_session"}
 
     assert run_eval("ray", "ray") == run_eval("local", "local")

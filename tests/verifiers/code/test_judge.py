@@ -1,4 +1,4 @@
-"""Issue 24's walls, piece by piece: the decoder's caps, the judge's read order, the workspace.
+"""The judge's walls, piece by piece: the decoder's caps, the judge's read order, the workspace.
 
 The three-mode probes (``tests/support/sandbox_probes.py``) show each breach closed end to end; these
 name the part that closes it, so a regression points at its cause.

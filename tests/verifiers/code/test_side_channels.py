@@ -1,4 +1,4 @@
-"""Issue 34's side channels, piece by piece: the part that closes each one.
+"""Side channels between submissions, piece by piece: the part that closes each one.
 
 The three-mode probes (``tests/support/sandbox_probes.py``, ``tests/verifiers/code/test_walls.py``) show each
 channel closed end to end; the wheel-install test (``tests/verifiers/code/test_wheel_install.py``) the

@@ -178,8 +178,8 @@ def test_patching_assert_and_the_harness_in_the_sandbox_changes_nothing(unrestri
 
 
 def test_the_submissions_own_objects_go_back_to_it_but_never_vouch_for_themselves(unrestricted):
-    """MBPP 601's tests build ``Pair`` objects of the submission's class and pass them back to it
-    (issue 37): the canonical solution passes; always-equal objects, a forged hash and repr, and
+    """MBPP 601's tests build ``Pair`` objects of the submission's class and pass them back to it:
+    the canonical solution passes; always-equal objects, a forged hash and repr, and
     ``int``/``str`` subclasses score 0 (the probes of tests/support/sandbox_probes.py, here as root)."""
     from tests.support.sandbox_probes import PAIR_CANONICAL, PAIR_FORGERIES, PAIR_TASK
 

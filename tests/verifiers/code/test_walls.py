@@ -1,4 +1,5 @@
-"""The OS walls hold with RestrictedPython off, as root and as an ordinary user (issue 14's probes)."""
+"""The OS walls hold with RestrictedPython off, as root and as an ordinary user (the escape
+probes of tests/support/sandbox_probes.py)."""
 
 from __future__ import annotations
 
@@ -21,15 +22,15 @@ ATTACKS = (
     "connect-127.0.0.1", "unshare-newuser", "ptrace-traceme", "mount-tmpfs", "mount-as-the-worker-may", "no-seccomp",
     "write-outside", "shell-reads-data", "system-python", "forged HumanEval/0 from the data file",
     "read-the-judges-memory", "kill-every-process", "find-an-answer-key", "a-process-was-left-behind",
-    # issue 24: channels between submissions, the judge's soft spots, what the verdict shows
+    # channels between submissions, the judge's soft spots, what the verdict shows
     "leave-ipc-objects", "ipc-objects-were-left", "leave-marks-on-the-workdir", "marks-were-left-on-the-workdir",
     "touch-dev-null", "expected value in the details", "read-order-shows-the-outcome", "forged pass in 12 attempts",
     "colliding-set", "eight-mb-of-lists", "float-overflow", "deep-answer", "nest-the-workdir", "host folder left",
-    # issue 34: the side channels left open
+    # side channels: the outcome, counters and clocks that outlive a submission
     "computed-calls-show-the-outcome", "forged-stop-iteration", "inode-counter-remembers",
     "clock-phase-between-episodes", "read-the-package-data", "pid-counter-remembers",
     "pidfd-inode-remembers",
-    # issue 37: the submission's own objects in the tests, forged
+    # the submission's own objects in the tests, forged
     "pair-forged-eq-hash-repr", "pair-forged-pair-returned", "pair-int-subclass", "pair-str-subclass",
     "pair-forged-handle",
 )  # fmt: skip

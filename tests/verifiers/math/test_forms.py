@@ -1,4 +1,4 @@
-"""Issue 13: every answer-form family a grader meets, exactness, and near misses that never pass."""
+"""Every answer-form family a grader meets, exactness, and near misses that never pass."""
 
 from __future__ import annotations
 
@@ -238,7 +238,7 @@ def test_a_gold_list_is_never_read_as_a_decimal_comma(verifier: MathVerifier, go
     assert not verifier(f"\\boxed{{{pred}}}", {"answer": gold}).passed
 
 
-# ---- issue 24: the precision option -----------------------------------------------------------------
+# ---- the precision option -----------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("precision", "gold", "completion", "label"),
     [
@@ -310,7 +310,7 @@ def test_hedged_prose_numbers_fail_under_single_answer() -> None:
         assert not single(hedge, {"answer": "1000.99"}).passed, hedge
 
 
-# ---- issue 24: hostile inputs of each new family stay within the worker's budget -------------------
+# ---- hostile inputs of each structured family stay within the worker's budget -------------------------
 @pytest.fixture(scope="module")
 def hostile_verifier() -> MathVerifier:
     v = MathVerifier(timeout=1.0)
@@ -372,7 +372,7 @@ def test_big_operators_too_large_are_refused_before_sympy(text: str) -> None:
 
 @pytest.mark.slow
 def test_new_forms_never_reach_a_string_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 24's forms (big operators, indexed names, intervals, solution sets) are built by named
+    """The structured forms (big operators, indexed names, intervals, solution sets) are built by named
     constructors only: the worker-side comparison runs in-process with every string evaluator trapped."""
     import builtins
 
@@ -410,7 +410,7 @@ def test_new_forms_never_reach_a_string_evaluator(monkeypatch: pytest.MonkeyPatc
         compare_symbolic(gold, pred)
 
 
-# ---- issue 24: property checks of the new families (renderings pass, every near miss fails) -----------
+# ---- property checks of the structured families (renderings pass, every near miss fails) ---------------
 _LESS = {True: "<", False: "\\le"}
 _MORE = {True: ">", False: "\\ge"}
 
@@ -496,7 +496,7 @@ FRACTIONS = r"\begin{pmatrix}\frac{1}{2} & \frac{3}{4} \\ \frac{5}{6} & \frac{7}
 @pytest.mark.parametrize(
     ("completion", "gold", "passed"),
     [
-        # Issue 37 item 6, Math-Verify's rows: "Answer" then a display over lines.
+        # Math-Verify's rows: "Answer" then a display over lines.
         ("Answer \\[ \n 9 \n \\]", "9", True),
         ("Answer $$ \n 9 \n $$", "9", True),
         ("Answer $$ \n 8 \n $$", "9", False),
@@ -544,7 +544,7 @@ FRACTIONS = r"\begin{pmatrix}\frac{1}{2} & \frac{3}{4} \\ \frac{5}{6} & \frac{7}
 def test_mathverify_rows_and_their_near_misses(
     verifier: MathVerifier, completion: str, gold: str, passed: bool
 ) -> None:
-    """Math-Verify's labelled rows we now accept (issue 37 item 6), each next to the near misses that stay out."""
+    """Math-Verify's labelled rows we accept, each next to the near misses that stay out."""
     assert verifier(completion, {"answer": gold}).passed is passed, (completion, gold)
 
 

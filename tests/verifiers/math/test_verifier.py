@@ -349,7 +349,7 @@ def question_aware() -> MathVerifier:
     return v
 
 
-COPIED = [  # MATH-500 problems whose own expression equals the gold: the echo scored 1.0 (issue 34)
+COPIED = [  # MATH-500 problems whose own expression equals the gold: the echo of the question once scored 1.0
     ("Evaluate $(1+2i)6-3i$.", "6+9i"),
     ("Compute $99^2+99+1$ in your head.", "9901"),
     ("Simplify $\\sqrt{242}$.", "11\\sqrt2"),
