@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from rlvr_gym.envs.config import EnvConfig, knob
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
-from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import NumberMatch, NumericProximity, Rubric, Task
 
 OPERATIONS = "+-*"

@@ -115,7 +115,9 @@ def knobs_of(factory: Callable[..., Any] | type) -> list[Knob]:
     """Every knob of an env class or factory, or of a config class (:func:`~rlvr_gym.envs.knobs.knob_sources`): its name,
     type in words, default and help — from a config's fields, else from ``__init__`` signatures
     (no help there: an env without a config has none to give)."""
-    sources = [factory] if isinstance(factory, type) and issubclass(factory, EnvConfig) else knob_sources(factory)
+    sources = (
+        [factory] if isinstance(factory, type) and issubclass(factory, EnvConfig) else knob_sources(factory)
+    )
     hints = field_types(factory) if sources == [factory] else knob_hints(factory)
     found: dict[str, tuple[str, str]] = {}
     kinds: dict[str, str | None] = {}

@@ -46,7 +46,9 @@ def parse_row(row: dict[str, Any]) -> dict[str, Any]:
 class GSM8KConfig(EnvConfig):
     """``gsm8k``'s knobs: where the data is, and how strictly answers are read."""
 
-    data_path: Path | None = knob(None, "a JSONL file or a folder of gsm8k_{train,test}.jsonl (none: the hub)")
+    data_path: Path | None = knob(
+        None, "a JSONL file or a folder of gsm8k_{train,test}.jsonl (none: the hub)"
+    )
     format_weight: float = knob(0.2, "weight of the <think>/<answer> format component")
     last_number_fallback: bool = knob(False, "without an answer tag, read the last number")
     timeout: float = knob(3.0, "seconds the math verifier may spend per answer")

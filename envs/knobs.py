@@ -243,4 +243,13 @@ def describe(hint: Any) -> str:
     return words.get(hint, getattr(hint, "__name__", str(hint)))
 
 
-__all__ = ["KnobTypeError", "_NotConvertible", "convert", "describe", "knob_error", "knob_hints", "knob_sources", "typed_kwargs"]
+__all__ = [
+    "KnobTypeError",
+    "_NotConvertible",
+    "convert",
+    "describe",
+    "knob_error",
+    "knob_hints",
+    "knob_sources",
+    "typed_kwargs",
+]
