@@ -94,11 +94,19 @@ def check_names(cls: type[EnvConfig], names: typing.Iterable[str], owner: str) -
 
 
 def config_of(factory: Callable[..., Any] | type) -> type[EnvConfig] | None:
-    """The config class an env class declares itself (``config_class``); ``None`` for an env
-    without one (a subclass adding ``__init__`` knobs of its own has none: its knobs are
-    :func:`knobs_of`'s merge of both)."""
-    found = vars(factory).get("config_class") if isinstance(factory, type) else None
-    return found if isinstance(found, type) and issubclass(found, EnvConfig) else None
+    """The config class that holds every knob of an env class: its own ``config_class``, or a
+    base's when the classes between add no keyword of their own (``MbppSampleEnv``). ``None``
+    for an env without one, or whose subclass adds ``__init__`` knobs (a tool env over
+    ``GSM8KEnv``): :func:`knobs_of` then merges both sources."""
+    if not isinstance(factory, type):
+        return None
+    for source in knob_sources(factory):
+        if isinstance(source, type):
+            return source if issubclass(source, EnvConfig) else None
+        parameters = inspect.signature(source).parameters.values()
+        if any(p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self" for p in parameters):
+            return None
+    return None
 
 
 @dataclass(frozen=True)
@@ -139,12 +147,16 @@ def knobs_of(factory: Callable[..., Any] | type) -> list[Knob]:
 
 
 def knobs_markdown(configs: Mapping[str, type[EnvConfig]]) -> str:
-    """One table per env id (the base knobs listed once, first): ``docs/catalogue.md``'s block."""
+    """One table per config (the base knobs once, first), headed by the env ids that use it:
+    the block ``docs/catalogue.md`` holds (``rlvr-gym envs --knobs --markdown`` prints it)."""
     lines = ["Knobs every env takes:", "", *_table(knobs_of(EnvConfig))]
     base = {f.name for f in dataclasses.fields(EnvConfig)}
+    users: dict[type[EnvConfig], list[str]] = {}
     for env_id, cls in configs.items():
+        users.setdefault(cls, []).append(env_id)
+    for cls, ids in users.items():
         own = [k for k in knobs_of(cls) if k.name not in base]
-        lines += ["", f"`{env_id}` (`{cls.__name__}`):", "", *_table(own)]
+        lines += ["", f"{', '.join(f'`{i}`' for i in ids)} (`{cls.__name__}`):", "", *_table(own)]
     return "\n".join(lines)
 
 
