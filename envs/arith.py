@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rlvr_gym.envs.config import EnvConfig, knob
+from rlvr_gym.envs.config import EnvConfig, configure, knob
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
 from rlvr_gym.error import InvalidArgumentError
@@ -150,7 +150,7 @@ class ArithEnv(SingleTurnEnv):
     config_class: ClassVar[type[ArithConfig]] = ArithConfig
 
     def __init__(self, config: ArithConfig | None = None, /, **knobs: Any) -> None:
-        self.env_config = config = self.config_class.of(config, knobs)
+        config = configure(self, config, knobs)
         super().__init__(**config.env_options())
         self.params = {
             "seed": config.seed,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rlvr_gym.envs.config import EnvConfig, knob
+from rlvr_gym.envs.config import EnvConfig, configure, knob
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.verifiers import CodeVerifier, Limits, Rubric, SandboxPool, Task
 
@@ -63,7 +63,7 @@ class CodeEnv(SingleTurnEnv):
     config_class: ClassVar[type[CodeConfig]] = CodeConfig
 
     def __init__(self, config: CodeConfig | None = None, /, **knobs: Any) -> None:
-        self.env_config = config = self.config_class.of(config, knobs)
+        config = configure(self, config, knobs)
         super().__init__(**config.env_options())
         self.verifier = CodeVerifier(
             "tests",

@@ -73,9 +73,47 @@ class EnvConfig:
         check_names(cls, knobs, cls.__name__)
         return dataclasses.replace(config, **knobs) if config is not None else cls(**knobs)
 
+    def changed(self) -> dict[str, Any]:
+        """The knobs set away from their defaults (``RunConfig(env_kwargs=ArithConfig(...))``
+        keeps these: the run's record names what was chosen, as ``--env-arg`` does)."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.default is MISSING or getattr(self, f.name) != f.default
+        }
+
     def env_options(self) -> dict[str, Any]:
         """The base env's own keywords (``prompt_format``, ``system_prompt``)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(EnvConfig)}
+
+
+@dataclass(frozen=True)
+class ToolEnvConfig(EnvConfig):
+    """The knobs every tool (multi-turn) env takes; its config adds its own fields."""
+
+    max_turns: int | None = knob(None, "assistant messages per episode (none: the env's own)")
+    episode_time_s: float | None = knob(
+        None, "seconds an episode's tool calls may take in all (none: the env's own)"
+    )
+
+    def tool_options(self) -> dict[str, Any]:
+        """The multi-turn base's own keywords (``max_turns``, ``episode_time_s``)."""
+        return {"max_turns": self.max_turns, "episode_time_s": self.episode_time_s}
+
+
+def configure(env: Any, config: EnvConfig | None, knobs: Mapping[str, Any]) -> Any:
+    """Build ``env.env_config`` (an instance of ``type(env).config_class``) from ``config`` and
+    ``knobs``, and return it: the first line of a config env's ``__init__``.
+
+    In a chain of ``__init__``\\ s (``GSM8KPythonEnv`` -> ``PythonToolEnv`` -> ``MultiTurnEnv`` ->
+    ``GSM8KEnv``) the first one builds the config; a base reached later through ``super()``
+    with no config reuses it (with whatever keywords a base in between forwarded, the same
+    values), so one config is built and every class reads the same one.
+    """
+    built = vars(env).get("env_config")
+    base = built if config is None and built is not None else config
+    env.env_config = type(env).config_class.of(base, knobs)
+    return env.env_config
 
 
 def field_types(cls: type) -> dict[str, Any]:
@@ -208,6 +246,8 @@ def settings_of(env: Any) -> dict[str, Any]:
 
 __all__ = [
     "EnvConfig",
+    "ToolEnvConfig",
+    "configure",
     "Knob",
     "check_names",
     "config_of",

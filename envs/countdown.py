@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from rlvr_gym.envs.config import EnvConfig, knob
+from rlvr_gym.envs.config import EnvConfig, configure, knob
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
 from rlvr_gym.error import InvalidArgumentError
@@ -160,7 +160,7 @@ class CountdownEnv(SingleTurnEnv):
     config_class: ClassVar[type[CountdownConfig]] = CountdownConfig
 
     def __init__(self, config: CountdownConfig | None = None, /, **knobs: Any) -> None:
-        self.env_config = config = self.config_class.of(config, knobs)
+        config = configure(self, config, knobs)
         super().__init__(**config.env_options())
         self.params = {
             "seed": config.seed,

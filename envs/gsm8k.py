@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rlvr_gym.envs.config import EnvConfig, knob
+from rlvr_gym.envs.config import EnvConfig, configure, knob
 from rlvr_gym.envs.data import load_rows, parse_rows
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.error import InvalidArgumentError
@@ -62,7 +62,7 @@ class GSM8KEnv(SingleTurnEnv):
     config_class: ClassVar[type[GSM8KConfig]] = GSM8KConfig
 
     def __init__(self, config: GSM8KConfig | None = None, /, **knobs: Any) -> None:
-        self.env_config = config = self.config_class.of(config, knobs)
+        config = configure(self, config, knobs)
         super().__init__(**config.env_options())
         self.data_path = config.data_path
         self.rubric = Rubric(

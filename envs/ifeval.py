@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rlvr_gym.envs.config import EnvConfig, knob
+from rlvr_gym.envs.config import EnvConfig, configure, knob
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
 from rlvr_gym.error import InvalidArgumentError
@@ -346,7 +346,7 @@ class IFEvalEnv(SingleTurnEnv):
 
     def __init__(self, config: IFEvalConfig | None = None, /, **knobs: Any) -> None:
         require_packages()
-        self.env_config = config = self.config_class.of(config, knobs)
+        config = configure(self, config, knobs)
         super().__init__(**config.env_options())
         self.params = {
             "seed": config.seed,

@@ -20,11 +20,23 @@ from rlvr_gym.envs.countdown import CountdownConfig
 from rlvr_gym.envs.ifeval import IFEvalConfig
 from rlvr_gym.trainers import run_dir
 from rlvr_gym.trainers.cli import main
-from rlvr_gym.trainers.train import recorded_config
+from rlvr_gym.trainers.train import recorded_config, resolve_env
 from rlvr_gym.verifiers import Limits
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "catalogue.md"
-CONFIGURED = ("arith", "countdown", "gsm8k", "math500", "ifeval", "humaneval", "mbpp", "mbpp-sample")
+CONFIGURED = (
+    "arith",
+    "countdown",
+    "gsm8k",
+    "math500",
+    "ifeval",
+    "humaneval",
+    "mbpp",
+    "mbpp-sample",
+    "gsm8k-python",
+    "math500-python",
+    "humaneval-feedback",
+)
 
 
 @pytest.mark.parametrize("env_id", CONFIGURED)
@@ -117,6 +129,15 @@ def test_a_run_folder_records_knobs_by_type_and_eval_makes_the_same_env(tmp_path
             assert again.tasks("test")[0]["answer"] == "5"
 
 
+def test_a_run_config_takes_an_env_config_and_records_the_knobs_it_sets(tmp_path):
+    chosen = ArithConfig(num_steps=3, word_problems=False)
+    config = RunConfig(env_id="arith", env_kwargs=chosen, output_dir=str(tmp_path))
+    env, resolved = resolve_env(None, config)
+    assert env.env_config == chosen
+    recorded = recorded_config(env, resolved, given_object=False).env_kwargs
+    assert recorded == {"num_steps": 3, "word_problems": False}
+
+
 def test_a_sandbox_pool_is_not_recorded_as_a_setting():
     from rlvr_gym.envs.config import record
 
@@ -132,11 +153,11 @@ def test_cli_lists_an_envs_knobs_with_type_default_and_help(capsys):
     assert len([line for line in out.splitlines() if line.startswith("  ")]) == len(
         dataclasses.fields(ArithConfig)
     )
-    # an env without a config of its own: its knobs from the annotations, its bases' help kept
-    assert main(["envs", "gsm8k-python", "--knobs"]) == 0
+    # a column-mapping env: its own knobs from its annotations, its code base's from CodeConfig
+    assert main(["envs", "code-v0", "--knobs"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"max_turns\s+an int or None\s+None", out)
-    assert re.search(r"data_path\s+a path or None\s+None\s+a JSONL file", out)
+    assert re.search(r"entry_point\s+text or None\s+None\n", out)
+    assert re.search(r"limits\s+a Limits \(or a mapping of its fields\) or None\s+None\s+per-submission", out)
 
 
 def test_a_user_env_without_a_config_keeps_its_annotated_knobs():
