@@ -134,8 +134,8 @@ def check_names(cls: type[EnvConfig], names: typing.Iterable[str], owner: str) -
 def config_of(factory: Callable[..., Any] | type) -> type[EnvConfig] | None:
     """The config class that holds every knob of an env class: its own ``config_class``, or a
     base's when the classes between add no keyword of their own (``MbppSampleEnv``). ``None``
-    for an env without one, or whose subclass adds ``__init__`` knobs (a tool env over
-    ``GSM8KEnv``): :func:`knobs_of` then merges both sources."""
+    for an env without one, or whose subclass adds ``__init__`` knobs (``code-v0``'s column
+    names over ``CodeEnv``'s config): :func:`knobs_of` then merges both sources."""
     if not isinstance(factory, type):
         return None
     for source in knob_sources(factory):
