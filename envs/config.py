@@ -132,12 +132,11 @@ def check_names(cls: type[EnvConfig], names: typing.Iterable[str], owner: str) -
 
 
 def config_of(factory: Callable[..., Any] | type) -> type[EnvConfig] | None:
-    """The config class that holds every knob of an env class: its own ``config_class``, or a
-    base's when the classes between add no keyword of their own (``MbppSampleEnv``). ``None``
+    """The config class that holds every knob of an env class (or of a factory, through the class
+    it returns): its own ``config_class``, or a base's when the classes (or the factory) between
+    add no keyword of their own (``MbppSampleEnv``). ``None``
     for an env without one, or whose subclass adds ``__init__`` knobs (``code-v0``'s column
     names over ``CodeEnv``'s config): :func:`knobs_of` then merges both sources."""
-    if not isinstance(factory, type):
-        return None
     for source in knob_sources(factory):
         if isinstance(source, type):
             return source if issubclass(source, EnvConfig) else None
@@ -194,8 +193,16 @@ def knobs_markdown(configs: Mapping[str, type[EnvConfig]]) -> str:
         users.setdefault(cls, []).append(env_id)
     for cls, ids in users.items():
         own = [k for k in knobs_of(cls) if k.name not in base]
-        lines += ["", f"{', '.join(f'`{i}`' for i in ids)} (`{cls.__name__}`):", "", *_table(own)]
+        lines += ["", f"{_ids(ids)} (`{cls.__name__}`):", "", *_table(own)]
     return "\n".join(lines)
+
+
+def _ids(ids: list[str]) -> str:
+    """The env ids a table is for; a namespace's many ids as one (``reasoning_gym/<name>-v0`` (106))."""
+    namespaces = {i.partition("/")[0] for i in ids}
+    if len(ids) > 3 and len(namespaces) == 1 and "/" in ids[0]:
+        return f"`{ids[0].partition('/')[0]}/<name>-v0` ({len(ids)})"
+    return ", ".join(f"`{i}`" for i in ids)
 
 
 def _table(knobs: list[Knob]) -> list[str]:

@@ -36,6 +36,7 @@ CONFIGURED = (
     "gsm8k-python",
     "math500-python",
     "humaneval-feedback",
+    "reasoning_gym/basic_arithmetic",
 )
 
 
@@ -47,7 +48,7 @@ def test_each_family_has_a_frozen_config_whose_every_knob_has_help(env_id):
     for f in dataclasses.fields(config):
         assert f.metadata.get("help"), f"{config.__name__}.{f.name} has no help"
     # the config's fields are the knobs make accepts, no more
-    with pytest.raises(rg.Error, match="unexpected argument 'not_a_knob'"):
+    with pytest.raises(rg.Error, match="unexpected argument 'not_a_knob'|has no knob.*'not_a_knob'"):
         rg.make(env_id, not_a_knob=1)
 
 
@@ -99,6 +100,14 @@ def test_knobs_given_as_json_data_come_back_typed():
     assert env.env_config.data_path == Path("/work/x.jsonl")
     with pytest.raises(rg.Error, match=r"limits=\{'wall_sec': 2\} is not a Limits"):
         rg.make("mbpp-sample", limits={"wall_sec": 2})
+
+
+def test_a_bridged_datasets_knobs_are_typed_by_reasoning_gyms_own_config():
+    env = rg.make("reasoning_gym/basic_arithmetic", hardened="false", min_terms="3", train_size="4")
+    assert env.env_config.hardened is False and env.env_config.train_size == 4
+    assert env.config == {"min_terms": 3}  # the dataset's knob, typed by BasicArithmeticDatasetConfig
+    with pytest.raises(rg.Error, match="basic_arithmetic-v0: knob min_terms='x' is not an int"):
+        rg.make("reasoning_gym/basic_arithmetic", min_terms="x")
 
 
 def test_a_run_folder_records_knobs_by_type_and_eval_makes_the_same_env(tmp_path, monkeypatch):
@@ -196,4 +205,5 @@ def test_the_catalogue_shows_each_configs_knobs_as_the_dataclasses_say(capsys):
         "between <!-- knobs:start --> and <!-- knobs:end -->"
     )
     for env_id in CONFIGURED:
-        assert f"`{envs.spec(env_id).id}`" in block
+        assert f"`{envs.spec(env_id).id}`" in block or env_id.startswith("reasoning_gym/")
+    assert "`reasoning_gym/<name>-v0` (106) (`ReasoningGymConfig`)" in block
