@@ -93,7 +93,9 @@ class RunConfig:
     env_kwargs: dict[str, Any] = field(
         default_factory=dict,
         metadata=about(
-            "env keyword argument, value parsed as JSON (repeatable)", flag="--env-arg", metavar="KEY=VALUE"
+            "env keyword argument, value parsed as JSON and typed by the env's config (repeatable)",
+            flag="--env-arg",
+            metavar="KEY=VALUE",
         ),
     )
     num_generations: int = field(default=4, metadata=about("completions per prompt (group size)"))
@@ -178,6 +180,11 @@ class RunConfig:
     )
 
     def __post_init__(self) -> None:
+        if not isinstance(self.env_kwargs, dict):
+            from rlvr_gym.envs.config import EnvConfig  # only then: a plain config loads no env
+
+            if isinstance(self.env_kwargs, EnvConfig):  # the env's typed config: the knobs it sets
+                object.__setattr__(self, "env_kwargs", self.env_kwargs.changed())
         positive = (
             "num_generations",
             "prompts_per_step",

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from rlvr_gym.envs.config import EnvConfig, configure, knob
 from rlvr_gym.envs.env import Env, SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
-from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import NumberMatch, NumericProximity, Rubric, Task
 
 OPERATIONS = "+-*"
@@ -112,59 +114,62 @@ class ArithTasks(GeneratedTasks):
         return (self[i] for i in range(self.size))
 
 
+@dataclass(frozen=True)
+class ArithConfig(EnvConfig):
+    """``arith``'s knobs: how many steps, how large the operands, which operations."""
+
+    seed: int = knob(0, "tasks are a pure function of (seed, split, index)")
+    num_steps: int = knob(2, "operations per problem")
+    max_operand: int = knob(20, "largest operand")
+    operations: str = knob("+-", f"the operations used: letters of {OPERATIONS!r}")
+    allow_negative: bool = knob(False, "let running totals go below zero")
+    word_problems: bool = knob(True, "pose word problems (off: bare expressions)")
+    train_size: int = knob(10_000, "train tasks (per curriculum stage)")
+    test_size: int = knob(500, "test tasks")
+    proximity_weight: float = knob(0.5, "weight of the shaping reward for numbers close to the answer")
+    curriculum: tuple[tuple[int, Mapping[str, Any]], ...] | None = knob(
+        None,
+        "train in stages: each from its start step, with these difficulty knobs (module docs)",
+        kind="a list of (start_step, {num_steps/max_operand/operations: value})",
+    )
+
+    def validate(self) -> None:
+        for name in ("num_steps", "max_operand", "train_size", "test_size"):
+            if getattr(self, name) < 1:
+                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
+        if not self.operations or set(self.operations) - set(OPERATIONS):
+            raise InvalidArgumentError(
+                f"operations must be a non-empty string of {OPERATIONS!r}, got {self.operations!r}"
+            )
+
+
 class ArithBase(Env):
     """arith's tasks, prompt and rubric without a turn protocol: ``ArithEnv`` adds single-step
     play, a tool env its tools (so that tool env is not a ``SingleTurnEnv``)."""
 
     default_system_prompt = SYSTEM_PROMPT
+    config_class: ClassVar[type[ArithConfig]] = ArithConfig
 
-    def __init__(
-        self,
-        *,
-        seed: int = 0,
-        num_steps: int = 2,
-        max_operand: int = 20,
-        operations: str = "+-",
-        allow_negative: bool = False,
-        word_problems: bool = True,
-        train_size: int = 10_000,
-        test_size: int = 500,
-        proximity_weight: float = 0.5,
-        curriculum: Sequence[tuple[int, Mapping[str, Any]]] | None = None,
-        **env_options: Any,
-    ) -> None:
-        super().__init__(**env_options)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InvalidTypeError(f"seed must be an int, got {type(seed).__name__}")
-        for name, value in (
-            ("num_steps", num_steps),
-            ("max_operand", max_operand),
-            ("train_size", train_size),
-            ("test_size", test_size),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
-        if not isinstance(operations, str) or not operations or set(operations) - set(OPERATIONS):
-            raise InvalidArgumentError(
-                f"operations must be a non-empty string of {OPERATIONS!r}, got {operations!r}"
-            )
+    def __init__(self, config: ArithConfig | None = None, /, **knobs: Any) -> None:
+        config = configure(self, config, knobs)
+        super().__init__(**config.env_options())
         self.params = {
-            "seed": seed,
-            "num_steps": num_steps,
-            "max_operand": max_operand,
-            "operations": "".join(dict.fromkeys(operations)),
-            "allow_negative": bool(allow_negative),
-            "word_problems": bool(word_problems),
+            "seed": config.seed,
+            "num_steps": config.num_steps,
+            "max_operand": config.max_operand,
+            "operations": "".join(dict.fromkeys(config.operations)),
+            "allow_negative": config.allow_negative,
+            "word_problems": config.word_problems,
         }
-        self.sizes = {"train": train_size, "test": test_size}
-        self.curriculum = _curriculum(curriculum, self.params)
+        self.sizes = {"train": config.train_size, "test": config.test_size}
+        self.curriculum = _curriculum(config.curriculum, self.params)
         self.stage = 0
         self.rubric = Rubric(
             {
                 "correct": NumberMatch("answer"),  # refuses hedges itself
                 "proximity": NumericProximity("answer", scale=1.0),
             },
-            weights={"proximity": proximity_weight},
+            weights={"proximity": config.proximity_weight},
         )
 
     def load_tasks(self, split: str) -> Sequence[Task]:

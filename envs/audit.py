@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlvr_gym.envs.config import settings_of
 from rlvr_gym.envs.env import Env, unwrap
 from rlvr_gym.envs.tool_env import MultiTurnEnv
 from rlvr_gym.envs.tool_exploits import TOOL_FAMILIES, exploit_episodes, score_episodes
@@ -305,13 +306,6 @@ def audit(
         families=results,
         env_kwargs=settings_of(env),
     )
-
-
-def settings_of(env: Env) -> dict[str, Any]:
-    """The settings ``env`` was made with (its spec's typed kwargs) as JSON values; ``{}`` for an
-    env built by hand (it has no spec)."""
-    spec = getattr(env, "spec", None)
-    return {} if spec is None else json.loads(json.dumps(dict(spec.kwargs), default=repr))
 
 
 def fast_audit(

@@ -8,8 +8,10 @@ rubric's batch path hands them to :meth:`CodeVerifier.verify_batch`, which runs 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rlvr_gym.envs.config import EnvConfig, configure, knob
 from rlvr_gym.envs.env import Env
 from rlvr_gym.verifiers import CodeVerifier, Limits, Rubric, SandboxPool, Task
 
@@ -37,6 +39,20 @@ def code_question(text: str, tests: Mapping[str, Any]) -> str:
     return f"{text}\n\n{contract}\n\n{FENCE_INSTRUCTION}"
 
 
+@dataclass(frozen=True)
+class CodeConfig(EnvConfig):
+    """The knobs of every code env: the sandbox a submission runs in, and what verdicts reveal."""
+
+    limits: Limits | None = knob(
+        None, "per-submission limits: wall_s, cpu_s, memory_bytes, ... (none: Limits())"
+    )
+    pool: SandboxPool | None = knob(
+        None, "a sandbox pool to share (none: the env's own); an object, not recorded"
+    )
+    restricted: bool = knob(True, "compile with RestrictedPython first (a first filter, not the wall)")
+    reveal_tests: bool = knob(False, "verdict details quote expected values and the tests' messages")
+
+
 class CodeEnv(Env):
     """Base for envs whose completions are Python programs scored by :class:`CodeVerifier`
     (no turn protocol: a concrete code env adds ``SingleTurnEnv`` or ``MultiTurnEnv``)."""
@@ -45,19 +61,17 @@ class CodeEnv(Env):
         "You are an expert Python programmer. Think briefly, then answer with code only in one "
         "```python fenced block. Use only the standard library."
     )
+    config_class: ClassVar[type[CodeConfig]] = CodeConfig
 
-    def __init__(
-        self,
-        *,
-        limits: Limits | None = None,
-        pool: SandboxPool | None = None,
-        restricted: bool = True,
-        reveal_tests: bool = False,
-        **env_options: Any,
-    ) -> None:
-        super().__init__(**env_options)
+    def __init__(self, config: CodeConfig | None = None, /, **knobs: Any) -> None:
+        config = configure(self, config, knobs)
+        super().__init__(**config.env_options())
         self.verifier = CodeVerifier(
-            "tests", limits=limits, pool=pool, restricted=restricted, reveal_tests=reveal_tests
+            "tests",
+            limits=config.limits,
+            pool=config.pool,
+            restricted=config.restricted,
+            reveal_tests=config.reveal_tests,
         )
         self.rubric = Rubric({"correct": self.verifier})
 

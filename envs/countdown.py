@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
+from rlvr_gym.envs.config import EnvConfig, configure, knob
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
-from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import Rubric, Task
 from rlvr_gym.verifiers.countdown import OPERATIONS, CountdownVerifier
 
@@ -124,50 +126,54 @@ def _positive_int(name: str, value: object, low: int = 1, high: int | None = Non
     return value
 
 
+@dataclass(frozen=True)
+class CountdownConfig(EnvConfig):
+    """``countdown``'s knobs: how many numbers, how large, which operations."""
+
+    seed: int = knob(0, "tasks are a pure function of (seed, split, index)")
+    num_count: int = knob(4, "numbers given (2 to 8)")
+    min_number: int = knob(1, "smallest number given")
+    max_number: int = knob(99, "largest number given (at most 10**6)")
+    max_target: int = knob(999, "largest target")
+    operations: str = knob(OPERATIONS, f"the operations allowed: letters of {OPERATIONS!r}")
+    use_all: bool = knob(False, "every number must be used exactly once")
+    train_size: int = knob(10_000, "train tasks")
+    test_size: int = knob(500, "test tasks")
+
+    def validate(self) -> None:
+        _positive_int("num_count", self.num_count, 2, 8)
+        _positive_int("min_number", self.min_number)
+        _positive_int("max_number", self.max_number, self.min_number, 10**6)
+        _positive_int("max_target", self.max_target, 2)
+        _positive_int("train_size", self.train_size)
+        _positive_int("test_size", self.test_size)
+        if not self.operations or set(self.operations) - set(OPERATIONS):
+            raise InvalidArgumentError(
+                f"operations must be a non-empty string of {OPERATIONS!r}, got {self.operations!r}"
+            )
+
+
 class CountdownEnv(SingleTurnEnv):
     """Countdown: make the target from the given numbers with + - * / (each number at most once)."""
 
     default_system_prompt = SYSTEM_PROMPT
+    config_class: ClassVar[type[CountdownConfig]] = CountdownConfig
 
-    def __init__(
-        self,
-        *,
-        seed: int = 0,
-        num_count: int = 4,
-        min_number: int = 1,
-        max_number: int = 99,
-        max_target: int = 999,
-        operations: str = OPERATIONS,
-        use_all: bool = False,
-        train_size: int = 10_000,
-        test_size: int = 500,
-        **env_options: Any,
-    ) -> None:
-        super().__init__(**env_options)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InvalidTypeError(f"seed must be an int, got {type(seed).__name__}")
-        _positive_int("num_count", num_count, 2, 8)
-        _positive_int("min_number", min_number)
-        _positive_int("max_number", max_number, min_number, 10**6)
-        _positive_int("max_target", max_target, 2)
-        _positive_int("train_size", train_size)
-        _positive_int("test_size", test_size)
-        if not isinstance(operations, str) or not operations or set(operations) - set(OPERATIONS):
-            raise InvalidArgumentError(
-                f"operations must be a non-empty string of {OPERATIONS!r}, got {operations!r}"
-            )
+    def __init__(self, config: CountdownConfig | None = None, /, **knobs: Any) -> None:
+        config = configure(self, config, knobs)
+        super().__init__(**config.env_options())
         self.params = {
-            "seed": seed,
-            "num_count": num_count,
-            "min_number": min_number,
-            "max_number": max_number,
-            "max_target": max_target,
-            "operations": "".join(dict.fromkeys(operations)),
-            "use_all": bool(use_all),
+            "seed": config.seed,
+            "num_count": config.num_count,
+            "min_number": config.min_number,
+            "max_number": config.max_number,
+            "max_target": config.max_target,
+            "operations": "".join(dict.fromkeys(config.operations)),
+            "use_all": config.use_all,
         }
-        self.sizes = {"train": train_size, "test": test_size}
+        self.sizes = {"train": config.train_size, "test": config.test_size}
         self.rubric = Rubric(
-            {"correct": CountdownVerifier(use_all=bool(use_all), operations=self.params["operations"])}
+            {"correct": CountdownVerifier(use_all=config.use_all, operations=self.params["operations"])}
         )
 
     def load_tasks(self, split: str) -> Sequence[Task]:

@@ -8,11 +8,13 @@ overrides it. The rubric scores correctness (``MathVerifier``, in-process for nu
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
 
+from rlvr_gym.envs.config import EnvConfig, configure, knob
 from rlvr_gym.envs.data import load_rows, parse_rows
 from rlvr_gym.envs.env import Env, SingleTurnEnv
 from rlvr_gym.error import InvalidArgumentError
@@ -40,37 +42,43 @@ def parse_row(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class GSM8KConfig(EnvConfig):
+    """``gsm8k``'s knobs: where the data is, and how strictly answers are read."""
+
+    data_path: Path | None = knob(
+        None, "a JSONL file or a folder of gsm8k_{train,test}.jsonl (none: the hub)"
+    )
+    format_weight: float = knob(0.2, "weight of the <think>/<answer> format component")
+    last_number_fallback: bool = knob(False, "without an answer tag, read the last number")
+    timeout: float = knob(3.0, "seconds the math verifier may spend per answer")
+    strict_answer: bool = knob(False, "read only an explicit answer (<answer>, \\boxed{}, ####)")
+
+
 class GSM8KBase(Env):
     """GSM8K's tasks, prompt and rubric without a turn protocol: ``GSM8KEnv`` adds single-step
     play, a tool env its tools (so that tool env is not a ``SingleTurnEnv``)."""
 
     default_system_prompt = SYSTEM_PROMPT
+    config_class: ClassVar[type[GSM8KConfig]] = GSM8KConfig
 
-    def __init__(
-        self,
-        *,
-        data_path: str | os.PathLike[str] | None = None,
-        format_weight: float = 0.2,
-        last_number_fallback: bool = False,
-        timeout: float = 3.0,
-        strict_answer: bool = False,
-        **env_options: Any,
-    ) -> None:
-        super().__init__(**env_options)
-        self.data_path = data_path
+    def __init__(self, config: GSM8KConfig | None = None, /, **knobs: Any) -> None:
+        config = configure(self, config, knobs)
+        super().__init__(**config.env_options())
+        self.data_path = config.data_path
         self.rubric = Rubric(
             {
                 "correct": SingleAnswer(
                     MathVerifier(
-                        last_number_fallback=last_number_fallback,
-                        timeout=timeout,
-                        strict=strict_answer,
+                        last_number_fallback=config.last_number_fallback,
+                        timeout=config.timeout,
+                        strict=config.strict_answer,
                         question_key="question",
                     )
                 ),
                 "format": TagFormat(),
             },
-            weights={"format": format_weight},
+            weights={"format": config.format_weight},
             passed_by="correct",
         )
 

@@ -8,12 +8,13 @@ model) and every call of the entry point answered by the sandbox.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from rlvr_gym.envs.code_env import FENCE_INSTRUCTION, CodeEnv, fenced
+from rlvr_gym.envs.code_env import FENCE_INSTRUCTION, CodeConfig, CodeEnv, fenced
+from rlvr_gym.envs.config import knob
 from rlvr_gym.envs.data import data_dir, load_hub, parse_rows, read_jsonl
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.verifiers import Task
@@ -33,15 +34,24 @@ def humaneval_tests(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class HumanEvalConfig(CodeConfig):
+    """``humaneval``'s knobs: the code env's, and where the data is."""
+
+    data_path: Path | None = knob(None, f"a copy of {FILENAME} (none: $RLVR_GYM_DATA_DIR, else the hub)")
+
+
 class HumanEvalBase(CodeEnv):
     """HumanEval's tasks, prompt and rubric without a turn protocol: ``HumanEvalEnv`` adds single-step
     play, a tool env its tools (so that tool env is not a ``SingleTurnEnv``)."""
 
     splits = ("test",)
+    config_class: ClassVar[type[HumanEvalConfig]] = HumanEvalConfig
+    env_config: HumanEvalConfig
 
-    def __init__(self, *, data_path: str | os.PathLike[str] | None = None, **options: Any) -> None:
-        super().__init__(**options)
-        self.data_path = data_path
+    def __init__(self, config: HumanEvalConfig | None = None, /, **knobs: Any) -> None:
+        super().__init__(config, **knobs)
+        self.data_path = self.env_config.data_path
 
     def load_tasks(self, split: str) -> Sequence[Task]:
         path = Path(self.data_path) if self.data_path is not None else None

@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from rlvr_gym.envs.code_env import FENCE_INSTRUCTION, fenced
-from rlvr_gym.envs.humaneval import HumanEvalBase
+from rlvr_gym.envs.config import ToolEnvConfig, configure
+from rlvr_gym.envs.humaneval import HumanEvalBase, HumanEvalConfig
 from rlvr_gym.envs.tool_env import Final, MultiTurnEnv, tool
 from rlvr_gym.verifiers import Reason, Task, Verdict
 
@@ -76,6 +77,11 @@ def _visible_call(statement: ast.Assert, param: str) -> str | None:
     return None
 
 
+@dataclasses.dataclass(frozen=True)
+class HumanEvalFeedbackConfig(ToolEnvConfig, HumanEvalConfig):
+    """``humaneval-feedback``'s knobs: the turn budget and ``humaneval``'s."""
+
+
 class HumanEvalFeedbackEnv(MultiTurnEnv, HumanEvalBase):
     """HumanEval with test feedback between attempts; reward from the final submission."""
 
@@ -85,8 +91,11 @@ class HumanEvalFeedbackEnv(MultiTurnEnv, HumanEvalBase):
         "one ```python fenced block. If tests fail you are told which, and may submit again."
     )
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+    config_class: ClassVar[type[HumanEvalFeedbackConfig]] = HumanEvalFeedbackConfig
+
+    def __init__(self, config: HumanEvalFeedbackConfig | None = None, /, **knobs: Any) -> None:
+        config = configure(self, config, knobs)
+        super().__init__(**config.tool_options(), **config.env_options())
         self.rubric = self.verifier  # one component: its details (which tests failed) reach the feedback
 
     def load_tasks(self, split: str) -> Sequence[Task]:

@@ -19,12 +19,14 @@ import functools
 import json
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from rlvr_gym.envs.config import EnvConfig, configure, knob
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
-from rlvr_gym.error import InvalidArgumentError, InvalidTypeError
+from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers import Rubric, Task
 from rlvr_gym.verifiers.ifeval import InstructionsFollowed
 from rlvr_gym.verifiers.instruction_shaping import CAPITALS, PLACEHOLDERS, shape_response
@@ -309,46 +311,50 @@ def _cached_task(**params: Any) -> dict[str, Any]:
     return generate_task(**params)
 
 
-class IFEvalEnv(SingleTurnEnv):
-    """Verifiable instructions (IFEval's families): a base prompt with 1-3 checkable instructions."""
+@dataclass(frozen=True)
+class IFEvalConfig(EnvConfig):
+    """``ifeval``'s knobs: how many instructions a prompt carries, and from which families."""
 
-    def __init__(
-        self,
-        *,
-        seed: int = 0,
-        min_instructions: int = 1,
-        max_instructions: int = 3,
-        families: Sequence[str] | None = None,
-        train_size: int = 10_000,
-        test_size: int = 500,
-        **env_options: Any,
-    ) -> None:
-        require_packages()
-        super().__init__(**env_options)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InvalidTypeError(f"seed must be an int, got {type(seed).__name__}")
-        for name, value in (("train_size", train_size), ("test_size", test_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
-        if not (isinstance(min_instructions, int) and isinstance(max_instructions, int)) or not (
-            1 <= min_instructions <= max_instructions <= 4
-        ):
+    seed: int = knob(0, "tasks are a pure function of (seed, split, index)")
+    min_instructions: int = knob(1, "fewest instructions per prompt (1 to 4)")
+    max_instructions: int = knob(3, "most instructions per prompt (up to 4)")
+    families: tuple[str, ...] | None = knob(None, "the instruction families posed (none: all of them)")
+    train_size: int = knob(10_000, "train tasks")
+    test_size: int = knob(500, "test tasks")
+
+    def validate(self) -> None:
+        for name in ("train_size", "test_size"):
+            if getattr(self, name) < 1:
+                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
+        if not 1 <= self.min_instructions <= self.max_instructions <= 4:
             raise InvalidArgumentError(
-                f"need 1 <= min_instructions <= max_instructions <= 4, got {min_instructions!r}, {max_instructions!r}"
+                "need 1 <= min_instructions <= max_instructions <= 4, "
+                f"got {self.min_instructions!r}, {self.max_instructions!r}"
             )
-        chosen = tuple(FAMILIES if families is None else families)
+        chosen = FAMILIES if self.families is None else self.families
         unknown = sorted(set(chosen) - set(FAMILIES))
-        if unknown or (not chosen and max_instructions > 1):
+        if unknown or (not chosen and self.max_instructions > 1):
             raise InvalidArgumentError(
                 f"unknown or no instruction families {unknown}; posed families: {list(FAMILIES)}"
             )
+
+
+class IFEvalEnv(SingleTurnEnv):
+    """Verifiable instructions (IFEval's families): a base prompt with 1-3 checkable instructions."""
+
+    config_class: ClassVar[type[IFEvalConfig]] = IFEvalConfig
+
+    def __init__(self, config: IFEvalConfig | None = None, /, **knobs: Any) -> None:
+        require_packages()
+        config = configure(self, config, knobs)
+        super().__init__(**config.env_options())
         self.params = {
-            "seed": seed,
-            "min_instructions": min_instructions,
-            "max_instructions": max_instructions,
-            "families": chosen,
+            "seed": config.seed,
+            "min_instructions": config.min_instructions,
+            "max_instructions": config.max_instructions,
+            "families": FAMILIES if config.families is None else config.families,
         }
-        self.sizes = {"train": train_size, "test": test_size}
+        self.sizes = {"train": config.train_size, "test": config.test_size}
         self.rubric = Rubric(
             {
                 "all": InstructionsFollowed("strict", "all"),

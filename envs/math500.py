@@ -8,11 +8,13 @@ The rubric scores correctness (``MathVerifier``: sympy in a budgeted worker) and
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
+from rlvr_gym.envs.config import EnvConfig, configure, knob
 from rlvr_gym.envs.data import load_rows, parse_rows
 from rlvr_gym.envs.env import Env, SingleTurnEnv
 from rlvr_gym.verifiers import Reason, Rubric, SingleAnswer, Task, Verdict
@@ -49,38 +51,42 @@ class BoxedFormat:
         return "BoxedFormat()"
 
 
+@dataclass(frozen=True)
+class MATH500Config(EnvConfig):
+    """``math500``'s knobs: where the data is, and how strictly answers are read."""
+
+    data_path: Path | None = knob(None, "a JSONL file or a folder of math500_test.jsonl (none: the hub)")
+    format_weight: float = knob(0.1, "weight of the \\boxed{} format component")
+    timeout: float = knob(3.0, "seconds the math verifier (sympy, in a worker) may spend per answer")
+    strict_answer: bool = knob(False, "read only an explicit answer (<answer>, \\boxed{}, ####)")
+    last_math_fallback: bool = knob(True, "without a container, read the last math expression")
+
+
 class MATH500Base(Env):
     """MATH-500's tasks, prompt and rubric without a turn protocol: ``MATH500Env`` adds single-step
     play, a tool env its tools (so that tool env is not a ``SingleTurnEnv``)."""
 
     splits: ClassVar[tuple[str, ...]] = ("test",)
     default_system_prompt = SYSTEM_PROMPT
+    config_class: ClassVar[type[MATH500Config]] = MATH500Config
 
-    def __init__(
-        self,
-        *,
-        data_path: str | os.PathLike[str] | None = None,
-        format_weight: float = 0.1,
-        timeout: float = 3.0,
-        strict_answer: bool = False,
-        last_math_fallback: bool = True,
-        **env_options: Any,
-    ) -> None:
-        super().__init__(**env_options)
-        self.data_path = data_path
+    def __init__(self, config: MATH500Config | None = None, /, **knobs: Any) -> None:
+        config = configure(self, config, knobs)
+        super().__init__(**config.env_options())
+        self.data_path = config.data_path
         self.rubric = Rubric(
             {
                 "correct": SingleAnswer(
                     MathVerifier(
-                        timeout=timeout,
-                        strict=strict_answer,
-                        last_math_fallback=last_math_fallback,
+                        timeout=config.timeout,
+                        strict=config.strict_answer,
+                        last_math_fallback=config.last_math_fallback,
                         question_key="problem",
                     )
                 ),
                 "format": BoxedFormat(),
             },
-            weights={"format": format_weight},
+            weights={"format": config.format_weight},
             passed_by="correct",
         )
 

@@ -22,17 +22,17 @@ function-call cases (``calls``) and stdin/stdout programs (``stdio``) besides MB
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from rlvr_gym.envs.code_env import CodeEnv, code_question, fenced
+from rlvr_gym.envs.code_env import CodeConfig, CodeEnv, code_question, fenced
+from rlvr_gym.envs.config import knob
 from rlvr_gym.envs.data import DATA_DIR_ENV, DataUnavailableError, data_dir, load_hub, parse_rows, read_jsonl
 from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.tables import read_table
-from rlvr_gym.error import InvalidTypeError
 from rlvr_gym.verifiers import Task
 
 FIXTURE_PATH = Path(__file__).resolve().parent / "data" / "mbpp_fixture.jsonl"
@@ -87,24 +87,34 @@ def mbpp_tests(row: Mapping[str, Any], *, challenge: bool = False) -> dict[str, 
     return spec
 
 
+@dataclass(frozen=True)
+class MbppConfig(CodeConfig):
+    """``mbpp``'s knobs: the code env's, where the data is, and which edition and tests."""
+
+    data_path: Path | None = knob(
+        None,
+        "a copy of mbpp.jsonl / sanitized-mbpp.json, or a folder (none: $RLVR_GYM_DATA_DIR, else the hub)",
+    )
+    sanitized: bool = knob(False, "the sanitized 427 tasks (hand-checked) instead of the full 974")
+    challenge_tests: bool = knob(False, "add the challenge_test_list asserts (11 tasks have them)")
+
+
 class MbppEnv(CodeEnv, SingleTurnEnv):
     """MBPP-style Python tasks: asserts, function-call cases or stdin/stdout cases per task."""
 
     splits = ("train", "test", "validation", "prompt")
 
-    def __init__(
-        self,
-        *,
-        data_path: str | os.PathLike[str] | None = None,
-        sanitized: bool = False,
-        challenge_tests: bool = False,
-        **options: Any,
-    ) -> None:
-        for name, value in (("sanitized", sanitized), ("challenge_tests", challenge_tests)):
-            if not isinstance(value, bool):
-                raise InvalidTypeError(f"{name} must be a bool, got {value!r}")
-        super().__init__(**options)
-        self.data_path, self.sanitized, self.challenge_tests = data_path, sanitized, challenge_tests
+    config_class: ClassVar[type[MbppConfig]] = MbppConfig
+    env_config: MbppConfig
+
+    def __init__(self, config: MbppConfig | None = None, /, **knobs: Any) -> None:
+        super().__init__(config, **knobs)
+        config = self.env_config
+        self.data_path, self.sanitized, self.challenge_tests = (
+            config.data_path,
+            config.sanitized,
+            config.challenge_tests,
+        )
 
     def _file_rows(self, path: Path, split: str) -> list[dict[str, Any]]:
         return [row for row in read_table(path) if split_of(row) == split]

@@ -9,10 +9,12 @@ There is no format component: the tool protocol is the format.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rlvr_gym.envs.gsm8k import GSM8KBase
-from rlvr_gym.envs.math500 import MATH500Base
+from rlvr_gym.envs.config import ToolEnvConfig, configure, knob
+from rlvr_gym.envs.gsm8k import GSM8KBase, GSM8KConfig
+from rlvr_gym.envs.math500 import MATH500Base, MATH500Config
 from rlvr_gym.envs.tool_env import Final, MultiTurnEnv, tool
 from rlvr_gym.verifiers import Limits, Rubric, SandboxPool, SingleAnswer, Task
 from rlvr_gym.verifiers.code.tool import PythonTool
@@ -26,22 +28,28 @@ TOOL_PROMPT = (
 )
 
 
+@dataclass(frozen=True)
+class PythonToolConfig(ToolEnvConfig):
+    """The knobs of an env with the ``run_python`` tool: its sandbox."""
+
+    tool_limits: Limits | None = knob(None, "run_python's limits per call (none: the tool's own)")
+    pool: SandboxPool | None = knob(
+        None, "a sandbox pool to share (none: the tool's own); an object, not recorded"
+    )
+    restricted: bool = knob(True, "compile with RestrictedPython first (a first filter, not the wall)")
+
+
 class PythonToolEnv(MultiTurnEnv):
     """A multi-turn env with the sandbox as its ``run_python`` tool and a ``submit_answer`` tool."""
 
     default_system_prompt: ClassVar[str | None] = TOOL_PROMPT
     default_max_turns: ClassVar[int] = 5
+    config_class: ClassVar[type[PythonToolConfig]] = PythonToolConfig
 
-    def __init__(
-        self,
-        *,
-        tool_limits: Limits | None = None,
-        pool: SandboxPool | None = None,
-        restricted: bool = True,
-        **env_options: Any,
-    ) -> None:
-        super().__init__(**env_options)
-        self.python = PythonTool(limits=tool_limits, pool=pool, restricted=restricted)
+    def __init__(self, config: PythonToolConfig | None = None, /, **knobs: Any) -> None:
+        config = configure(self, config, knobs)
+        super().__init__(**config.tool_options(), **config.env_options())
+        self.python = PythonTool(limits=config.tool_limits, pool=config.pool, restricted=config.restricted)
 
     @tool
     def run_python(self, code: str) -> str:
@@ -88,17 +96,39 @@ def correctness_rubric(**math_options: Any) -> Rubric:
     return Rubric({"correct": SingleAnswer(MathVerifier(**math_options))})
 
 
+@dataclass(frozen=True)
+class GSM8KPythonConfig(PythonToolConfig, GSM8KConfig):
+    """``gsm8k-python``'s knobs: the Python tool's and GSM8K's (whose ``format_weight`` and
+    ``last_number_fallback`` do nothing here: the tool protocol is the format)."""
+
+
 class GSM8KPythonEnv(PythonToolEnv, GSM8KBase):
     """GSM8K with a sandboxed Python tool; scored on the final answer by the math verifier."""
 
-    def __init__(self, *, timeout: float = 3.0, strict_answer: bool = False, **options: Any) -> None:
-        super().__init__(timeout=timeout, strict_answer=strict_answer, **options)
-        self.rubric = correctness_rubric(timeout=timeout, strict=strict_answer, question_key="question")
+    config_class: ClassVar[type[GSM8KPythonConfig]] = GSM8KPythonConfig
+
+    def __init__(self, config: GSM8KPythonConfig | None = None, /, **knobs: Any) -> None:
+        config = configure(self, config, knobs)
+        super().__init__(config)
+        self.rubric = correctness_rubric(
+            timeout=config.timeout, strict=config.strict_answer, question_key="question"
+        )
+
+
+@dataclass(frozen=True)
+class MATH500PythonConfig(PythonToolConfig, MATH500Config):
+    """``math500-python``'s knobs: the Python tool's and MATH-500's (whose ``format_weight`` and
+    ``last_math_fallback`` do nothing here: the tool protocol is the format)."""
 
 
 class MATH500PythonEnv(PythonToolEnv, MATH500Base):
     """MATH-500 with a sandboxed Python tool; symbolic answers checked by the math verifier."""
 
-    def __init__(self, *, timeout: float = 3.0, strict_answer: bool = False, **options: Any) -> None:
-        super().__init__(timeout=timeout, strict_answer=strict_answer, **options)
-        self.rubric = correctness_rubric(timeout=timeout, strict=strict_answer, question_key="problem")
+    config_class: ClassVar[type[MATH500PythonConfig]] = MATH500PythonConfig
+
+    def __init__(self, config: MATH500PythonConfig | None = None, /, **knobs: Any) -> None:
+        config = configure(self, config, knobs)
+        super().__init__(config)
+        self.rubric = correctness_rubric(
+            timeout=config.timeout, strict=config.strict_answer, question_key="problem"
+        )

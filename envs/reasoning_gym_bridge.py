@@ -30,11 +30,15 @@ import importlib.util
 import json
 import math
 import threading
+import typing
 from collections.abc import Iterator, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from rlvr_gym.envs.env import PromptFormat, SingleTurnEnv
+from rlvr_gym.envs.config import EnvConfig, configure, knob
+from rlvr_gym.envs.env import SingleTurnEnv
 from rlvr_gym.envs.generated import GeneratedTasks
+from rlvr_gym.envs.knobs import _NotConvertible, convert, knob_error
 from rlvr_gym.error import InvalidArgumentError, InvalidTypeError, NotAvailableError
 from rlvr_gym.verifiers import Reason, Rubric, SingleAnswer, Task, Verdict
 from rlvr_gym.verifiers.answer_types import typed_match
@@ -267,26 +271,65 @@ class _Rows(GeneratedTasks):
         return (self[i] for i in range(self.size))
 
 
+@dataclass(frozen=True)
+class ReasoningGymConfig(EnvConfig):
+    """A bridged env's own knobs. The dataset's knobs (the fields of its reasoning-gym ``*Config``)
+    are given beside them (``make(id, min_terms=3)``) and typed by that dataclass."""
+
+    dataset: str = knob("", "the reasoning-gym dataset (the env id names it)")
+    seed: int = knob(0, "the dataset's seed: tasks are a pure function of (seed, index)")
+    train_size: int = knob(500, "train tasks")
+    test_size: int = knob(100, "test tasks (the entries after the train ones)")
+    hardened: bool = knob(
+        False, "one answer, no partial credit; our equivalence where the answer type is known"
+    )
+    score_timeout: float = knob(SCORE_TIMEOUT, "seconds per scoring call (a worker killed at the deadline)")
+
+    def validate(self) -> None:
+        for name in ("train_size", "test_size"):
+            if getattr(self, name) < 1:
+                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
+        if not self.score_timeout > 0:
+            raise InvalidArgumentError(
+                f"score_timeout must be a positive number of seconds, got {self.score_timeout!r}"
+            )
+
+
+def dataset_knobs(dataset: str, knobs: dict[str, Any]) -> dict[str, Any]:
+    """``knobs`` for reasoning-gym's ``dataset``, each typed by its field in the dataset's own config
+    dataclass (``"3"`` for an ``int`` field is 3); a name it has no field for is refused."""
+    config_class = _reasoning_gym().factory.DATASETS[dataset][1]
+    fields = {f.name for f in dataclasses.fields(config_class)} - {"seed", "size"}
+    unknown = sorted(set(knobs) - fields)
+    if unknown:
+        raise InvalidArgumentError(f"{env_id(dataset)} has no knob(s) {unknown}; its knobs: {sorted(fields)}")
+    try:
+        hints = typing.get_type_hints(config_class)
+    except Exception:  # noqa: BLE001 - a field type that does not resolve: its knobs pass untyped
+        hints = {}
+    typed = {}
+    for name, value in knobs.items():
+        try:
+            typed[name] = convert(value, hints[name]) if name in hints else value
+        except _NotConvertible:
+            raise knob_error(name, value, hints[name], owner=env_id(dataset)) from None
+    return typed
+
+
 class ReasoningGymEnv(SingleTurnEnv):
     """A reasoning-gym dataset, scored by its own ``score_answer`` (optionally hardened)."""
 
-    def __init__(
-        self,
-        *,
-        dataset: str,
-        seed: int = 0,
-        train_size: int = 500,
-        test_size: int = 100,
-        hardened: bool = False,
-        score_timeout: float = SCORE_TIMEOUT,
-        prompt_format: PromptFormat = "chat",
-        system_prompt: str | None = None,
-        **config: Any,
-    ) -> None:
+    config_class: ClassVar[type[ReasoningGymConfig]] = ReasoningGymConfig
+
+    def __init__(self, config: ReasoningGymConfig | None = None, /, **knobs: Any) -> None:
+        own = {f.name for f in dataclasses.fields(ReasoningGymConfig)}
+        config = configure(self, config, {k: v for k, v in knobs.items() if k in own})
+        dataset, seed, hardened = config.dataset, config.seed, config.hardened
         rg = _reasoning_gym()
-        if system_prompt is None:
-            system_prompt = rg.utils.SYSTEM_PROMPTS["default"]
-        super().__init__(prompt_format=prompt_format, system_prompt=system_prompt)
+        system_prompt = (
+            rg.utils.SYSTEM_PROMPTS["default"] if config.system_prompt is None else config.system_prompt
+        )
+        super().__init__(prompt_format=config.prompt_format, system_prompt=system_prompt)
         if dataset not in rg.factory.DATASETS:
             raise InvalidArgumentError(f"reasoning-gym has no dataset {dataset!r}")
         if hardened and dataset in cannot_check(hardened=True):
@@ -294,30 +337,15 @@ class ReasoningGymEnv(SingleTurnEnv):
                 f"{env_id(dataset)} cannot be checked, so hardened=True refuses it: "
                 f"{cannot_check(hardened=True)[dataset]}"
             )
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InvalidTypeError(f"seed must be an int, got {type(seed).__name__}")
-        for name, value in (("train_size", train_size), ("test_size", test_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgumentError(f"{name} must be an integer >= 1, got {value!r}")
-        if (
-            isinstance(score_timeout, bool)
-            or not isinstance(score_timeout, int | float)
-            or not score_timeout > 0
-        ):
-            raise InvalidArgumentError(
-                f"score_timeout must be a positive number of seconds, got {score_timeout!r}"
-            )
-        fields = {f.name for f in dataclasses.fields(rg.factory.DATASETS[dataset][1])} - {"seed", "size"}
-        unknown = sorted(set(config) - fields)
-        if unknown:
-            raise InvalidArgumentError(f"{env_id(dataset)} has no knob(s) {unknown}; its knobs: {sorted(fields)}")
+        config_knobs = dataset_knobs(dataset, {k: v for k, v in knobs.items() if k not in own})
         try:
-            json.dumps(config)
+            json.dumps(config_knobs)
         except TypeError as exc:
             raise InvalidTypeError(
                 f"reasoning-gym knobs must be JSON values (lists, numbers, text): {exc}"
             ) from None
-        self.dataset_name, self.config, self.seed = dataset, dict(config), seed
+        train_size, test_size, score_timeout = config.train_size, config.test_size, config.score_timeout
+        self.dataset_name, self.config, self.seed = dataset, config_knobs, seed
         self.sizes = {"train": train_size, "test": test_size}
         self.hardened = bool(hardened)
         self._dataset: Any = None

@@ -28,7 +28,7 @@ from gymnasium.envs.registration import parse_env_id
 from gymnasium.envs.registration import registry as gym_registry
 
 from rlvr_gym.envs.env import GYMNASIUM_NAMESPACE, Env, registry_id
-from rlvr_gym.envs.knobs import typed_kwargs
+from rlvr_gym.envs.knobs import knob_sources, typed_kwargs
 from rlvr_gym.error import (  # noqa: F401 - defined with the whole tree
     DuplicateEnvError,
     EnvArgumentError,
@@ -107,18 +107,17 @@ def load_entry_point(entry_point: EnvFactory | str | None, env_id: str) -> EnvFa
 def accepted_kwargs(factory: EnvFactory) -> set[str] | None:
     """Keyword names ``factory`` takes, or ``None`` when it takes any.
 
-    For a class whose ``__init__`` forwards ``**kwargs`` to its base (as envs do with
-    ``prompt_format`` and ``system_prompt``), the bases' keywords count too.
+    Read from :func:`~rlvr_gym.envs.knobs.knob_sources`: an env's config dataclass lists every
+    knob (its bases' too); a class whose ``__init__`` forwards ``**kwargs`` to its base (as envs
+    do with ``prompt_format`` and ``system_prompt``) counts the bases' keywords too.
     """
-    callables = (
-        [c.__init__ for c in factory.__mro__ if "__init__" in vars(c)]
-        if isinstance(factory, type)
-        else [factory]
-    )
     accepted: set[str] = set()
-    for function in callables:
+    # a factory function's **kwargs may be its own: only a class is followed to its bases
+    for source in knob_sources(factory) if isinstance(factory, type) else [factory]:
+        if dataclasses.is_dataclass(source):
+            return accepted | {f.name for f in dataclasses.fields(source)}
         try:
-            parameters = inspect.signature(function).parameters.values()
+            parameters = inspect.signature(source).parameters.values()
         except (TypeError, ValueError):  # a builtin or C callable: let the call itself speak
             return None
         accepted |= {p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}

@@ -98,16 +98,65 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_envs(args: argparse.Namespace) -> int:
     """List registered envs with their one-line descriptions (those whose id or description
-    holds PATTERN, or matches it as a glob, when one is given)."""
+    holds PATTERN, or matches it as a glob, when one is given). With ``--knobs``, each env's
+    knobs follow it (type, default, help: from its config dataclass); a PATTERN that is an env id
+    (``arith``, ``gsm8k-v0``) then shows that env alone."""
     chosen = sorted(envs.registry.items())
-    if args.pattern:
+    if args.pattern and args.knobs and (named := _named(args.pattern)) is not None:
+        chosen = [(named.id, named)]
+    elif args.pattern:
         chosen = [(env_id, spec) for env_id, spec in chosen if _matches(args.pattern, env_id, spec)]
         if not chosen:
             raise CliError(f"no registered env matches {args.pattern!r}; `rlvr-gym envs` lists them all")
+    if args.markdown:
+        print(knobs_markdown(chosen))
+        return 0
     width = max((len(env_id) for env_id, _ in chosen), default=0)
     for env_id, spec in chosen:
         print(f"{env_id:<{width}}  {spec.summary()}")
+        if args.knobs:
+            print_knobs(spec)
     return 0
+
+
+def knobs_markdown(chosen: Sequence[tuple[str, envs.EnvSpec]]) -> str:
+    """The knob tables of the chosen envs that have a config (docs/catalogue.md's block)."""
+    from rlvr_gym.envs.config import config_of, knobs_markdown
+
+    configs = {}
+    for env_id, spec in chosen:
+        try:
+            config = config_of(spec.load())
+        except Error:  # an env whose extra is not installed
+            continue
+        if config is not None:
+            configs[env_id] = config
+    return knobs_markdown(configs)
+
+
+def _named(pattern: str) -> envs.EnvSpec | None:
+    try:
+        return envs.spec(pattern)
+    except envs.RegistryError:
+        return None
+
+
+def print_knobs(spec: envs.EnvSpec) -> None:
+    """One line per knob of ``spec``'s env: name, type, default (a registered default wins), help."""
+    from rlvr_gym.envs.config import knobs_of
+
+    try:
+        knobs = knobs_of(spec.load())
+    except Error as exc:
+        print(f"  (cannot list its knobs: {exc})")
+        return
+    rows = [
+        (k.name, k.type, repr(spec.kwargs[k.name]) if k.name in spec.kwargs else k.default, k.help)
+        for k in knobs
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)] if rows else [0, 0, 0]
+    for name, kind, default, help_text in rows:
+        print(f"  {name:<{widths[0]}}  {kind:<{widths[1]}}  {default:<{widths[2]}}  {help_text}".rstrip())
 
 
 def _matches(pattern: str, env_id: str, spec: envs.EnvSpec) -> bool:
@@ -411,6 +460,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PATTERN",
         help="only envs whose id or description holds PATTERN (or, with * ? [, whose id matches the glob)",
+    )
+    p.add_argument(
+        "--knobs",
+        action="store_true",
+        help="list each env's knobs: type, default and help (PATTERN an env id: that env alone)",
+    )
+    p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the knob tables of the envs that have a config, as docs/catalogue.md holds them",
     )
     add_import_arg(p)
     p.set_defaults(run=cmd_envs)

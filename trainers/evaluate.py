@@ -41,6 +41,7 @@ from rlvr_gym.backends.rollouts import Rollout, RolloutLog, episode_turns
 from rlvr_gym.backends.run_layout import EVAL_SETTINGS_FILE, ROLLOUTS_FILE, SUMMARY_FILE
 from rlvr_gym.backends.scoring import Scorer, make_scorer, scored_by
 from rlvr_gym.envs import Env, MultiTurnEnv
+from rlvr_gym.envs.config import settings_of
 from rlvr_gym.envs.env import Observation, unwrap
 from rlvr_gym.error import InvalidArgumentError, InvalidTypeError, NotAvailableError, RunFailedError
 from rlvr_gym.trainers import run_dir
@@ -410,10 +411,9 @@ def _output_dir(config: EvalConfig, model: str | Path, env: Env) -> Path:
 
 def _settings(env: Env, model: str | Path, split: str, config: EvalConfig) -> dict[str, Any]:
     """What makes two evals the same eval: a resumed one must match it (``eval_settings.json``)."""
-    spec = getattr(env, "spec", None)
     return {
         "env": env.id,
-        "env_kwargs": json.loads(json.dumps(dict(spec.kwargs), default=repr)) if spec is not None else {},
+        "env_kwargs": settings_of(env),
         "model": str(model),
         "split": split,
         "n": config.n,

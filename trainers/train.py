@@ -15,7 +15,8 @@ from rlvr_gym.backends.console import announce, quiet_libraries
 from rlvr_gym.backends.run_layout import AUDIT_FILE, CONFIG_FILE, TINY_MODEL_DIR, WARM_START_DIR
 from rlvr_gym.backends.scoring import make_scorer, scored_by
 from rlvr_gym.envs import Env
-from rlvr_gym.envs.audit import AuditFailedError, fast_audit, settings_of
+from rlvr_gym.envs.audit import AuditFailedError, fast_audit
+from rlvr_gym.envs.config import settings_of
 from rlvr_gym.envs.registration import accepted_kwargs
 from rlvr_gym.error import InvalidArgumentError, NotAvailableError
 from rlvr_gym.trainers import run_dir
@@ -76,10 +77,10 @@ def recorded_config(env: Env, config: RunConfig, *, given_object: bool) -> RunCo
     if spec is None:
         cls = type(env)
         return config.replace(env_id=f"{cls.__module__}:{cls.__qualname__}", env_kwargs={})
-    if not given_object:  # the knobs given, as typed by make (--env-arg hardened=false is False)
-        typed = json.loads(json.dumps(dict(spec.kwargs), default=repr))
-        return config.replace(env_id=spec.id, env_kwargs={k: typed[k] for k in config.env_kwargs})
-    return config.replace(env_id=spec.id, env_kwargs=json.loads(json.dumps(dict(spec.kwargs), default=repr)))
+    typed = settings_of(env)  # as make typed them, written by type (a path as text, a tuple as a list)
+    if not given_object:  # the knobs given (--env-arg hardened=false is False)
+        return config.replace(env_id=spec.id, env_kwargs={k: typed[k] for k in config.env_kwargs if k in typed})
+    return config.replace(env_id=spec.id, env_kwargs=typed)
 
 
 def prepare_model(env: Env, config: RunConfig, *, resume: bool) -> Path | str:
@@ -107,7 +108,7 @@ def prepare_model(env: Env, config: RunConfig, *, resume: bool) -> Path | str:
         marker = {
             "base": None if config.model is None else str(config.model),
             "env_id": env.id,
-            "env_kwargs": json.loads(json.dumps(settings_of(env), default=repr)),
+            "env_kwargs": settings_of(env),
             "steps": config.warm_start_steps,
             "learning_rate": config.warm_start_learning_rate,
             "seed": config.seed,

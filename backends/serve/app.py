@@ -26,6 +26,7 @@ from rlvr_gym.backends.scoring import Scorer, make_scorer
 from rlvr_gym.backends.serve.batching import Batcher
 from rlvr_gym.backends.serve.guard import Guard
 from rlvr_gym.backends.serve.journal import Journal
+from rlvr_gym.envs.config import settings_of
 from rlvr_gym.error import Error, InvalidArgumentError, NotAvailableError
 
 if TYPE_CHECKING:  # the session module imports OpenEnv: loaded once a server is built
@@ -93,7 +94,8 @@ def host_env(name: str, knobs: Mapping[str, Any], options: ServeOptions) -> Host
         max_pending=options.max_pending,
         timeout_s=options.score_timeout_s,
     )
-    hosted = HostedEnv(env.id, env, dict(knobs), batcher, scorer=scorer)
+    settings = settings_of(env)  # as make typed them ("false" for a bool knob is false)
+    hosted = HostedEnv(env.id, env, settings, batcher, scorer=scorer)
     if hosted.is_tool_env:
         hosted.tool_pool = ThreadPoolExecutor(options.tool_threads, thread_name_prefix=f"serve-{env.id}")
         hosted.tools = env.tool_schemas()  # type: ignore[attr-defined]
@@ -101,7 +103,7 @@ def host_env(name: str, knobs: Mapping[str, Any], options: ServeOptions) -> Host
     hosted.info = {
         "id": env.id,
         "summary": spec.summary(),
-        "settings": dict(knobs),
+        "settings": settings,
         "splits": {split: None for split in env.splits},
         "tool_env": hosted.is_tool_env,
         "prompt_format": env.prompt_format,

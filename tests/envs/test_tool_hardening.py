@@ -172,9 +172,10 @@ def test_the_time_budget_truncates_the_episode_with_its_reason():
 
 def test_the_time_budget_has_a_default_and_is_validated():
     assert envs.make("gsm8k-python").episode_time_s == 60.0
-    for bad in (0, -1, float("inf"), True, "5"):
+    for bad in (0, -1, float("inf"), True, "soon"):
         with pytest.raises(InvalidArgumentError, match="episode_time_s"):
             Slow(episode_time_s=bad)
+    assert Slow(episode_time_s="5").episode_time_s == 5.0  # a knob's text is typed by its config
 
 
 # ----- humaneval-feedback: one submission per message, reward from held-back tests -----------------
