@@ -247,6 +247,18 @@ class ScoringActor:
         return self.scorer.score_within(completions, tasks, timeout_s=left, item_budget_s=item_budget_s)
 
 
+def declared_cpus(cpus_per_actor: int, shared_by: int) -> float:
+    """The CPUs one actor declares to Ray when ``shared_by`` scorers of a process share the
+    cluster: its share of ``cpus_per_actor``, rounded down to Ray's 0.0001 resource unit (so the
+    sharers' actors together never declare more than the node has)."""
+    if isinstance(shared_by, bool) or not isinstance(shared_by, int) or shared_by < 1:
+        raise InvalidArgumentError(f"shared_by must be an integer >= 1, got {shared_by!r}")
+    cpus = math.floor(cpus_per_actor * 10_000 / shared_by) / 10_000
+    if cpus <= 0:
+        raise InvalidArgumentError(f"{shared_by} scorers cannot share {cpus_per_actor} CPU(s) per actor")
+    return cpus if shared_by > 1 else cpus_per_actor
+
+
 def plan_chunks(tasks: Sequence[Task], size: int) -> list[list[int]]:
     """Indices cut into chunks of about ``size``, along runs of equal tasks (a prompt's group
     stays on one actor unless it alone is larger than ``size``)."""
@@ -285,7 +297,11 @@ class RayScorer(AwaitableScorer):
     ``node CPUs / WORLD_SIZE`` actors per node. ``runtime_env`` is
     Ray's, for the actors (env vars such as ``RLVR_GYM_DATA_DIR`` for nodes whose data lies
     elsewhere). ``max_chars``: longer completions are ``bad_format`` at the driver.
-    ``stats`` counts re-run, duplicated and unscored items.
+    ``shared_by``: the scorers of this process that share the cluster (``rlvr-gym serve`` with
+    several envs, one scorer each); each of their actors declares ``cpus_per_actor / shared_by``
+    CPUs, so every env gets actors on every node (even a 1-CPU one) and an env busy alone can use
+    all of a node's CPUs — where whole CPUs each, the first env's actors would take every CPU and
+    the next env's could never be placed. ``stats`` counts re-run, duplicated and unscored items.
     """
 
     name = "ray"
@@ -303,11 +319,13 @@ class RayScorer(AwaitableScorer):
         check_walls: bool = True,
         max_chars: int = MAX_SCORED_CHARS,
         item_timeout_s: float = ITEM_TIMEOUT_S,
+        shared_by: int = 1,
     ) -> None:
         self.max_chars = check_max_chars(max_chars)
         self.item_timeout_s = check_item_timeout(item_timeout_s)
         if cpus_per_actor < 1 or in_flight < 1 or (chunk_size is not None and chunk_size < 1):
             raise InvalidArgumentError("cpus_per_actor, in_flight and chunk_size must be >= 1")
+        self.actor_cpus = declared_cpus(cpus_per_actor, shared_by)
         self.ray = import_ray()
         self.address = address
         self._owns_connection = connect(address)
@@ -336,9 +354,16 @@ class RayScorer(AwaitableScorer):
                     "define the env class at module level or use a registered env id"
                 ) from None
             self._refresh()
+            if not self._slots and self._nodes:
+                raise ClusterUnreachableError(
+                    f"no scoring actor could be placed on the {len(self._nodes)} CPU node(s) of the Ray "
+                    f"cluster at {address or 'auto'} within {start_timeout_s:.0f} s: their CPUs are taken "
+                    "by other actors (see `ray status`; other drivers, or other scorers of this process "
+                    "not given shared_by)"
+                )
             if not self._slots:
                 raise ClusterUnreachableError(
-                    f"the Ray cluster at {address or 'auto'} has no node with {cpus_per_actor} free CPU(s) "
+                    f"the Ray cluster at {address or 'auto'} has no node with {cpus_per_actor} CPU(s) "
                     "for scoring actors (start CPU nodes with `ray start --address HEAD:PORT`)"
                 )
             announce(
@@ -375,7 +400,7 @@ class RayScorer(AwaitableScorer):
             share = int(node["Resources"]["CPU"] // self.cpus_per_actor // self.ranks)
             for slot in range(max(1, share)):
                 handle = self._actor_class.options(
-                    num_cpus=self.cpus_per_actor,
+                    num_cpus=self.actor_cpus,
                     max_restarts=0,
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
                     runtime_env=self.runtime_env,

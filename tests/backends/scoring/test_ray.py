@@ -339,6 +339,34 @@ def test_eval_audit_and_training_rewards_score_through_ray(cluster, tmp_path):
     assert got == rewards_of(EnvRewards(env, num_generations=2))
 
 
+def test_serve_scores_every_env_it_hosts_on_one_cluster(cluster):
+    """``rlvr-gym serve arith gsm8k --scoring ray``: each env's scorer has an actor on both 1-CPU
+    nodes (a share of their CPUs) and the batch endpoint scores on Ray for both. Before, the first
+    env's actors took every CPU, the second env's never started and the server refused to start
+    (after 120 s, saying no node had a free CPU)."""
+    pytest.importorskip("openenv", reason="serving needs rlvr-gym[openenv]")
+    import urllib.request
+
+    from rlvr_gym.backends.serve import ServeOptions, running
+
+    options = ServeOptions(scoring="ray", ray_address=cluster.address)
+    with running(["arith", "gsm8k"], options=options) as base:
+        for env_id in ("arith", "gsm8k"):
+            env = envs.make(env_id)
+            tasks = env.tasks("test")
+            completions = [env.reference_completion(tasks[i]) if i % 2 == 0 else "no idea" for i in range(8)]
+            body = {"completions": completions, "labels": [{"split": "test", "index": i} for i in range(8)]}
+            request = urllib.request.Request(
+                f"{base}/{env_id}/score", json.dumps(body).encode(), {"content-type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=bound(60)) as response:
+                verdicts = json.loads(response.read())["verdicts"]
+            assert [v["passed"] for v in verdicts] == [i % 2 == 0 for i in range(8)], env_id
+        # The two envs' shares fill the nodes' CPUs exactly: a driver wanting more is told why.
+        with pytest.raises(ClusterUnreachableError, match="could be placed .* CPUs are taken"):
+            RayScorer(envs.make("arith"), address=cluster.address, start_timeout_s=2, check_walls=False)
+
+
 def test_an_unreachable_cluster_is_one_line_at_once():
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind((LOOPBACK, 0))
