@@ -28,8 +28,14 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from rlvr_gym import envs  # noqa: E402
 from rlvr_gym.backends.rewards import EnvRewards  # noqa: E402
 from rlvr_gym.backends.scoring import make_scorer, scored_by  # noqa: E402
-from rlvr_gym.backends.scoring.ray import ClusterUnreachableError, RayScorer, WallsMissingError  # noqa: E402
+from rlvr_gym.backends.scoring.ray import (  # noqa: E402
+    ClusterUnreachableError,
+    RayScorer,
+    WallsMissingError,
+    connect,
+)
 from rlvr_gym.envs.code_env import fenced  # noqa: E402
+from rlvr_gym.error import UnknownEnvError  # noqa: E402
 from rlvr_gym.verifiers.code.sandbox import NO_NAMESPACES_ENV  # noqa: E402
 from tests.support.code import HUMANEVAL  # noqa: E402
 
@@ -347,7 +353,7 @@ def test_serve_scores_every_env_it_hosts_on_one_cluster(cluster):
     pytest.importorskip("openenv", reason="serving needs rlvr-gym[openenv]")
     import urllib.request
 
-    from rlvr_gym.backends.serve import ServeOptions, running
+    from rlvr_gym.backends.serve import ServeOptions, create_server, running
 
     options = ServeOptions(scoring="ray", ray_address=cluster.address)
     with running(["arith", "gsm8k"], options=options) as base:
@@ -365,6 +371,17 @@ def test_serve_scores_every_env_it_hosts_on_one_cluster(cluster):
         # The two envs' shares fill the nodes' CPUs exactly: a driver wanting more is told why.
         with pytest.raises(ClusterUnreachableError, match="could be placed .* CPUs are taken"):
             RayScorer(envs.make("arith"), address=cluster.address, start_timeout_s=2, check_walls=False)
+    # A server that cannot host one of its envs frees the actors of the envs made before it.
+    with pytest.raises(UnknownEnvError):
+        create_server(["arith", "no-such-env"], options=options)
+    connect(cluster.address)
+    try:
+        deadline = time.monotonic() + bound(15)
+        while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert ray.available_resources().get("CPU", 0) == 2, "arith's actors outlived the failed start"
+    finally:
+        ray.shutdown()
 
 
 def test_an_unreachable_cluster_is_one_line_at_once():
