@@ -40,6 +40,7 @@ import math
 import os
 import socket
 import sys
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
@@ -163,6 +164,46 @@ def connect(address: str | None) -> bool:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ClusterUnreachableError(f"cannot connect to the Ray cluster at {target}: {first}") from None
     return True
+
+
+class _Connection:
+    """The driver connection :func:`connect` made, shared by every scorer of this process that
+    joined it: the last one to leave ends it. (When the first of several scorers — a server's
+    envs — ended it on its own, the others' next Ray call made Ray connect again by itself, to
+    whichever cluster it found on the machine, or to a new one it started.)"""
+
+    lock = threading.Lock()
+    job: str | None = None
+    """The Ray job id of the connection this module made (each driver connection has its own)."""
+    users = 0
+
+    @staticmethod
+    def current_job(ray: Any) -> str | None:
+        return ray.get_runtime_context().get_job_id() if ray.is_initialized() else None
+
+    @classmethod
+    def join(cls, address: str | None) -> str | None:
+        """Connect, or share the connection this module made; its job id if this scorer counts
+        as a user of it (``None``: the caller's own connection, which is never ended here)."""
+        with cls.lock:
+            made = connect(address)
+            job = cls.current_job(import_ray())
+            if made:
+                cls.job, cls.users = job, 0
+            elif job != cls.job:
+                return None
+            cls.users += 1
+            return job
+
+    @classmethod
+    def leave(cls, job: str, ray: Any) -> None:
+        with cls.lock:
+            if job != cls.job or cls.current_job(ray) != job:  # ended already, by someone else
+                return
+            cls.users -= 1
+            if cls.users <= 0:
+                cls.job, cls.users = None, 0
+                ray.shutdown()
 
 
 def walls_here() -> dict[str, Any]:
@@ -328,7 +369,7 @@ class RayScorer(AwaitableScorer):
         self.actor_cpus = declared_cpus(cpus_per_actor, shared_by)
         self.ray = import_ray()
         self.address = address
-        self._owns_connection = connect(address)
+        self._joined = _Connection.join(address)
         self.cpus_per_actor = cpus_per_actor
         self.in_flight = in_flight
         self.chunk_size = chunk_size
@@ -463,7 +504,7 @@ class RayScorer(AwaitableScorer):
 
     def _drop(self, key: int) -> None:
         slot = self._slots.pop(key, None)
-        if slot is not None:
+        if slot is not None and self.ray.is_initialized():  # ray.kill would connect anew, anywhere
             with contextlib.suppress(Exception):  # an actor of a dead node is already gone
                 self.ray.kill(slot.handle)
 
@@ -666,12 +707,12 @@ class RayScorer(AwaitableScorer):
         self.stats["lost_actors"] += 1
 
     def close(self) -> None:
-        """Stop the actors; disconnect if this scorer connected."""
+        """Stop the actors; the last scorer on the connection this module made disconnects."""
         for key in list(getattr(self, "_slots", {})):
             self._drop(key)
-        if getattr(self, "_owns_connection", False) and self.ray.is_initialized():
-            self.ray.shutdown()
-        self._owns_connection = False
+        joined, self._joined = getattr(self, "_joined", None), None
+        if joined is not None:
+            _Connection.leave(joined, self.ray)
 
 
 def _discard(queue: deque[Any] | None, ref: Any) -> None:

@@ -371,6 +371,9 @@ def test_serve_scores_every_env_it_hosts_on_one_cluster(cluster):
         # The two envs' shares fill the nodes' CPUs exactly: a driver wanting more is told why.
         with pytest.raises(ClusterUnreachableError, match="could be placed .* CPUs are taken"):
             RayScorer(envs.make("arith"), address=cluster.address, start_timeout_s=2, check_walls=False)
+    # Its envs' scorers shared one connection and the last one ended it: none connected anew
+    # (Ray's auto-connect: to whichever cluster it finds on the machine, or a new one).
+    assert not ray.is_initialized(), "closing the server's scorers made Ray connect again"
     # A server that cannot host one of its envs frees the actors of the envs made before it.
     with pytest.raises(UnknownEnvError):
         create_server(["arith", "no-such-env"], options=options)
