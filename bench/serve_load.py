@@ -8,8 +8,12 @@ Starts the server as a subprocess (``python -m rlvr_gym.trainers.cli serve ...``
   crossed verdict is counted;
 * **batch**: one ``POST /ID/score`` of ``--batch`` items, checked the same way;
 
-and reports rollouts/s, p50/p99 latency (reset sent → verdict back), and the server's peak RSS
-(``VmHWM``) before and after. ``--scoring ray`` scores on a local Ray cluster instead.
+and reports rollouts/s, p50/p99 latency (reset sent → verdict back), the server's peak RSS
+(``VmHWM``) before and after, and the resident memory of the processes that score (the server's
+children with ``local``; the Ray cluster's processes, actors included, with ``ray``).
+``--scoring ray`` scores on a loopback Ray cluster the bench starts (a head with no CPUs, one node
+of ``--ray-cpus`` CPUs, every process on 127.0.0.1: the sockets of the bench's process tree are
+checked and any off loopback is reported).
 
     python bench/serve_load.py --envs arith gsm8k humaneval --sessions 1000 --batch 1000 --json out.json
 """
@@ -45,6 +49,56 @@ def rss_mib(pid: int) -> dict[str, float]:
         line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
     )
     return {key: int(fields[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM")}
+
+
+def children_of() -> dict[int, list[int]]:
+    """Every process's children (Linux /proc), for summing a process tree's memory."""
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):  # gone while we looked
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                tree.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    return tree
+
+
+def descendants(pid: int, skip: tuple[int, ...] = ()) -> list[int]:
+    """The processes under ``pid`` (not itself), leaving out the subtrees of ``skip``."""
+    tree, found, todo = children_of(), [], [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            if child not in skip:
+                found.append(child)
+                todo.append(child)
+    return found
+
+
+def tree_rss_mib(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError, KeyError):  # exited while we looked
+            total += rss_mib(pid)["VmRSS"]
+    return round(total, 1)
+
+
+def off_loopback(pids: list[int]) -> list[str]:
+    """The TCP/UDP sockets of ``pids`` bound or connected off loopback (``ss``): a local address
+    that is not 127.x / ::1 (``*`` and ``0.0.0.0`` included: every interface), or such a peer."""
+    table = subprocess.run(["ss", "-tunapH"], capture_output=True, text=True, check=True).stdout
+    marks = tuple(f"pid={pid}," for pid in pids)
+
+    def loopback(address: str) -> bool:
+        host = address.rsplit(":", 1)[0].strip("[]").removeprefix("::ffff:")
+        return host.startswith("127.") or host == "::1"
+
+    bad = []
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and any(mark in line for mark in marks):
+            local, peer = fields[4], fields[5]
+            if not loopback(local) or not (peer.endswith(":*") or loopback(peer)):  # *:* = not connected
+                bad.append(line[:160])
+    return bad
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -147,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--split", default="test")
     parser.add_argument("--scoring", default="local", choices=["local", "ray"])
+    parser.add_argument(
+        "--ray-cpus", type=int, default=os.cpu_count(), help="CPUs of the Ray node (default: this machine's)"
+    )
     parser.add_argument("--json", default=None, help="write the results here too")
     args = parser.parse_args(argv)
 
@@ -154,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     command = [sys.executable, "-m", "rlvr_gym.trainers.cli", "serve", *args.envs, "--port", str(port)]
     command += ["--scoring", args.scoring, "--max-sessions", str(max(1024, args.sessions))]
     cluster = None
-    if args.scoring == "ray":  # a loopback cluster here: a head with no CPUs, a node of 2 CPUs per env
+    if args.scoring == "ray":  # a loopback cluster here: a head with no CPUs (the GPU host), a CPU node
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # nodes and driver on 127.0.0.1
         from ray.cluster_utils import Cluster
 
@@ -162,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             initialize_head=True,
             head_node_args={"node_ip_address": "127.0.0.1", "num_cpus": 0, "include_dashboard": False},
         )
-        cluster.add_node(node_ip_address="127.0.0.1", num_cpus=2 * len(args.envs))
+        cluster.add_node(node_ip_address="127.0.0.1", num_cpus=args.ray_cpus)
         command += ["--ray-address", cluster.address]
     server = subprocess.Popen(command, env={**os.environ})
     base = f"http://127.0.0.1:{port}"
@@ -176,9 +233,17 @@ def main(argv: list[str] | None = None) -> int:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit("the server did not start") from None
                 time.sleep(0.5)
+
+        def scoring_pids() -> list[int]:  # local: the server's workers; ray: the cluster's processes
+            if cluster is None:
+                return descendants(server.pid)
+            return descendants(os.getpid(), skip=(server.pid,))
+
         results: dict[str, Any] = {
             "scoring": args.scoring,
             "cpus": os.cpu_count(),
+            "ray_node_cpus": args.ray_cpus if cluster is not None else None,
+            "load_average_start": os.getloadavg(),
             "server_start": rss_mib(server.pid),
         }
         for env_id in args.envs:
@@ -188,9 +253,17 @@ def main(argv: list[str] | None = None) -> int:
                 "sessions": asyncio.run(sessions(url, work[: args.sessions], args.split, args.concurrency)),
                 "batch": batch(url, work[: args.batch], args.split),
                 "server_memory_mib": rss_mib(server.pid),
+                "scoring_processes": {
+                    "count": len(scorers := scoring_pids()),
+                    "rss_mib": tree_rss_mib(scorers),
+                },
+                "load_average": os.getloadavg(),
             }
             results[env_id] = row
             print(env_id, json.dumps(row), flush=True)
+        if cluster is not None:  # what the nodes advertise to each other and to drivers
+            results["ray_node_addresses"] = sorted({n.node_ip_address for n in cluster.list_all_nodes()})
+        results["off_loopback_sockets"] = off_loopback([os.getpid(), server.pid, *descendants(os.getpid())])
     finally:
         server.terminate()
         server.wait(60)

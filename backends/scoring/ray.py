@@ -40,6 +40,7 @@ import math
 import os
 import socket
 import sys
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
@@ -165,6 +166,46 @@ def connect(address: str | None) -> bool:
     return True
 
 
+class _Connection:
+    """The driver connection :func:`connect` made, shared by every scorer of this process that
+    joined it: the last one to leave ends it. (When the first of several scorers — a server's
+    envs — ended it on its own, the others' next Ray call made Ray connect again by itself, to
+    whichever cluster it found on the machine, or to a new one it started.)"""
+
+    lock = threading.Lock()
+    job: str | None = None
+    """The Ray job id of the connection this module made (each driver connection has its own)."""
+    users = 0
+
+    @staticmethod
+    def current_job(ray: Any) -> str | None:
+        return ray.get_runtime_context().get_job_id() if ray.is_initialized() else None
+
+    @classmethod
+    def join(cls, address: str | None) -> str | None:
+        """Connect, or share the connection this module made; its job id if this scorer counts
+        as a user of it (``None``: the caller's own connection, which is never ended here)."""
+        with cls.lock:
+            made = connect(address)
+            job = cls.current_job(import_ray())
+            if made:
+                cls.job, cls.users = job, 0
+            elif job != cls.job:
+                return None
+            cls.users += 1
+            return job
+
+    @classmethod
+    def leave(cls, job: str, ray: Any) -> None:
+        with cls.lock:
+            if job != cls.job or cls.current_job(ray) != job:  # ended already, by someone else
+                return
+            cls.users -= 1
+            if cls.users <= 0:
+                cls.job, cls.users = None, 0
+                ray.shutdown()
+
+
 def walls_here() -> dict[str, Any]:
     """This machine's sandbox layers, as ``rlvr-gym sandbox-info`` reports them."""
     from rlvr_gym.verifiers.code import SandboxPool
@@ -247,6 +288,18 @@ class ScoringActor:
         return self.scorer.score_within(completions, tasks, timeout_s=left, item_budget_s=item_budget_s)
 
 
+def declared_cpus(cpus_per_actor: int, shared_by: int) -> float:
+    """The CPUs one actor declares to Ray when ``shared_by`` scorers of a process share the
+    cluster: its share of ``cpus_per_actor``, rounded down to Ray's 0.0001 resource unit (so the
+    sharers' actors together never declare more than the node has)."""
+    if isinstance(shared_by, bool) or not isinstance(shared_by, int) or shared_by < 1:
+        raise InvalidArgumentError(f"shared_by must be an integer >= 1, got {shared_by!r}")
+    cpus = math.floor(cpus_per_actor * 10_000 / shared_by) / 10_000
+    if cpus <= 0:
+        raise InvalidArgumentError(f"{shared_by} scorers cannot share {cpus_per_actor} CPU(s) per actor")
+    return cpus if shared_by > 1 else cpus_per_actor
+
+
 def plan_chunks(tasks: Sequence[Task], size: int) -> list[list[int]]:
     """Indices cut into chunks of about ``size``, along runs of equal tasks (a prompt's group
     stays on one actor unless it alone is larger than ``size``)."""
@@ -285,7 +338,11 @@ class RayScorer(AwaitableScorer):
     ``node CPUs / WORLD_SIZE`` actors per node. ``runtime_env`` is
     Ray's, for the actors (env vars such as ``RLVR_GYM_DATA_DIR`` for nodes whose data lies
     elsewhere). ``max_chars``: longer completions are ``bad_format`` at the driver.
-    ``stats`` counts re-run, duplicated and unscored items.
+    ``shared_by``: the scorers of this process that share the cluster (``rlvr-gym serve`` with
+    several envs, one scorer each); each of their actors declares ``cpus_per_actor / shared_by``
+    CPUs, so every env gets actors on every node (even a 1-CPU one) and an env busy alone can use
+    all of a node's CPUs — where whole CPUs each, the first env's actors would take every CPU and
+    the next env's could never be placed. ``stats`` counts re-run, duplicated and unscored items.
     """
 
     name = "ray"
@@ -303,14 +360,16 @@ class RayScorer(AwaitableScorer):
         check_walls: bool = True,
         max_chars: int = MAX_SCORED_CHARS,
         item_timeout_s: float = ITEM_TIMEOUT_S,
+        shared_by: int = 1,
     ) -> None:
         self.max_chars = check_max_chars(max_chars)
         self.item_timeout_s = check_item_timeout(item_timeout_s)
         if cpus_per_actor < 1 or in_flight < 1 or (chunk_size is not None and chunk_size < 1):
             raise InvalidArgumentError("cpus_per_actor, in_flight and chunk_size must be >= 1")
+        self.actor_cpus = declared_cpus(cpus_per_actor, shared_by)
         self.ray = import_ray()
         self.address = address
-        self._owns_connection = connect(address)
+        self._joined = _Connection.join(address)
         self.cpus_per_actor = cpus_per_actor
         self.in_flight = in_flight
         self.chunk_size = chunk_size
@@ -336,9 +395,16 @@ class RayScorer(AwaitableScorer):
                     "define the env class at module level or use a registered env id"
                 ) from None
             self._refresh()
+            if not self._slots and self._nodes:
+                raise ClusterUnreachableError(
+                    f"no scoring actor could be placed on the {len(self._nodes)} CPU node(s) of the Ray "
+                    f"cluster at {address or 'auto'} within {start_timeout_s:.0f} s: their CPUs are taken "
+                    "by other actors (see `ray status`; other drivers, or other scorers of this process "
+                    "not given shared_by)"
+                )
             if not self._slots:
                 raise ClusterUnreachableError(
-                    f"the Ray cluster at {address or 'auto'} has no node with {cpus_per_actor} free CPU(s) "
+                    f"the Ray cluster at {address or 'auto'} has no node with {cpus_per_actor} CPU(s) "
                     "for scoring actors (start CPU nodes with `ray start --address HEAD:PORT`)"
                 )
             announce(
@@ -375,7 +441,7 @@ class RayScorer(AwaitableScorer):
             share = int(node["Resources"]["CPU"] // self.cpus_per_actor // self.ranks)
             for slot in range(max(1, share)):
                 handle = self._actor_class.options(
-                    num_cpus=self.cpus_per_actor,
+                    num_cpus=self.actor_cpus,
                     max_restarts=0,
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
                     runtime_env=self.runtime_env,
@@ -438,7 +504,7 @@ class RayScorer(AwaitableScorer):
 
     def _drop(self, key: int) -> None:
         slot = self._slots.pop(key, None)
-        if slot is not None:
+        if slot is not None and self.ray.is_initialized():  # ray.kill would connect anew, anywhere
             with contextlib.suppress(Exception):  # an actor of a dead node is already gone
                 self.ray.kill(slot.handle)
 
@@ -641,12 +707,12 @@ class RayScorer(AwaitableScorer):
         self.stats["lost_actors"] += 1
 
     def close(self) -> None:
-        """Stop the actors; disconnect if this scorer connected."""
+        """Stop the actors; the last scorer on the connection this module made disconnects."""
         for key in list(getattr(self, "_slots", {})):
             self._drop(key)
-        if getattr(self, "_owns_connection", False) and self.ray.is_initialized():
-            self.ray.shutdown()
-        self._owns_connection = False
+        joined, self._joined = getattr(self, "_joined", None), None
+        if joined is not None:
+            _Connection.leave(joined, self.ray)
 
 
 def _discard(queue: deque[Any] | None, ref: Any) -> None:

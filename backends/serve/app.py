@@ -80,14 +80,17 @@ def _openenv() -> Any:
     return http_server
 
 
-def host_env(name: str, knobs: Mapping[str, Any], options: ServeOptions) -> HostedEnv:
+def host_env(name: str, knobs: Mapping[str, Any], options: ServeOptions, served: int = 1) -> HostedEnv:
     """Make env ``name`` with ``knobs`` and its scorer, and load its first split (so a
-    broken dataset fails at start, not in the first session)."""
+    broken dataset fails at start, not in the first session). ``served``: the envs this server
+    hosts; on Ray their scorers share the cluster's CPUs (``shared_by``), or the first env's
+    actors would take every CPU and the next env's would never start."""
     from rlvr_gym.backends.serve.session import HostedEnv
 
     env = envs.make(name, **knobs)
     env.tasks(env.splits[0])
-    scorer: Scorer = make_scorer(env, options.scoring, ray_address=options.ray_address)
+    sharing = {"shared_by": served} if options.scoring == "ray" else {}
+    scorer: Scorer = make_scorer(env, options.scoring, ray_address=options.ray_address, **sharing)
     batcher = Batcher(
         scorer,
         max_batch=options.score_batch,
@@ -163,12 +166,21 @@ def create_server(
     hosted: dict[str, HostedEnv] = {}
     aliases: dict[str, HostedEnv] = {}
     journal = Journal(options.verdict_log) if options.verdict_log else None
-    for name in env_ids:
-        one = host_env(name, knobs.get(name, {}), options)
-        one.journal = journal
-        if one.env_id in hosted:
-            raise InvalidArgumentError(f"{name!r} is {one.env_id!r}, named twice")
-        hosted[one.env_id] = aliases[name] = one
+    try:
+        for name in env_ids:
+            one = host_env(name, knobs.get(name, {}), options, served=len(env_ids))
+            one.journal = journal
+            if one.env_id in hosted:
+                one.close()
+                raise InvalidArgumentError(f"{name!r} is {one.env_id!r}, named twice")
+            hosted[one.env_id] = aliases[name] = one
+    except BaseException:  # an env that cannot be hosted: free the workers of those made before it
+        for one in reversed(list(hosted.values())):
+            with contextlib.suppress(Exception):
+                one.close()
+        if journal is not None:
+            journal.close()
+        raise
 
     apps = {env_id: env_app(one, options) for env_id, one in hosted.items()}
 

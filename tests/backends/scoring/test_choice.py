@@ -9,7 +9,13 @@ import pytest
 
 from rlvr_gym.backends.config import RunConfig
 from rlvr_gym.backends.scoring import make_scorer
-from rlvr_gym.backends.scoring.ray import WallsMissingError, check_walls, plan_chunks, walls_here
+from rlvr_gym.backends.scoring.ray import (
+    WallsMissingError,
+    check_walls,
+    declared_cpus,
+    plan_chunks,
+    walls_here,
+)
 from rlvr_gym.error import InvalidArgumentError
 from rlvr_gym.verifiers.code import SandboxPool
 
@@ -74,6 +80,16 @@ def test_the_scoring_choice_is_validated():
         RunConfig(ray_address="10.0.0.5:6379")
     with pytest.raises(InvalidArgumentError, match="unknown scorer"):
         make_scorer(None, "dask")  # type: ignore[arg-type]
+
+
+def test_scorers_sharing_a_cluster_declare_their_share_of_each_actors_cpus():
+    assert declared_cpus(1, 1) == 1 and declared_cpus(2, 2) == 1.0 and declared_cpus(1, 2) == 0.5
+    assert 3 * declared_cpus(1, 3) <= 1  # rounded down to Ray's unit: never more than the node has
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(InvalidArgumentError, match="shared_by must be an integer >= 1"):
+            declared_cpus(1, bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="cannot share"):
+        declared_cpus(1, 20_000)
 
 
 def test_chunks_follow_task_groups_and_cover_every_item_once_in_order():

@@ -28,8 +28,14 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from rlvr_gym import envs  # noqa: E402
 from rlvr_gym.backends.rewards import EnvRewards  # noqa: E402
 from rlvr_gym.backends.scoring import make_scorer, scored_by  # noqa: E402
-from rlvr_gym.backends.scoring.ray import ClusterUnreachableError, RayScorer, WallsMissingError  # noqa: E402
+from rlvr_gym.backends.scoring.ray import (  # noqa: E402
+    ClusterUnreachableError,
+    RayScorer,
+    WallsMissingError,
+    connect,
+)
 from rlvr_gym.envs.code_env import fenced  # noqa: E402
+from rlvr_gym.error import UnknownEnvError  # noqa: E402
 from rlvr_gym.verifiers.code.sandbox import NO_NAMESPACES_ENV  # noqa: E402
 from tests.support.code import HUMANEVAL  # noqa: E402
 
@@ -337,6 +343,48 @@ def test_eval_audit_and_training_rewards_score_through_ray(cluster, tmp_path):
     }
     assert remote == local, differing or remote
     assert got == rewards_of(EnvRewards(env, num_generations=2))
+
+
+def test_serve_scores_every_env_it_hosts_on_one_cluster(cluster):
+    """``rlvr-gym serve arith gsm8k --scoring ray``: each env's scorer has an actor on both 1-CPU
+    nodes (a share of their CPUs) and the batch endpoint scores on Ray for both. Before, the first
+    env's actors took every CPU, the second env's never started and the server refused to start
+    (after 120 s, saying no node had a free CPU)."""
+    pytest.importorskip("openenv", reason="serving needs rlvr-gym[openenv]")
+    import urllib.request
+
+    from rlvr_gym.backends.serve import ServeOptions, create_server, running
+
+    options = ServeOptions(scoring="ray", ray_address=cluster.address)
+    with running(["arith", "gsm8k"], options=options) as base:
+        for env_id in ("arith", "gsm8k"):
+            env = envs.make(env_id)
+            tasks = env.tasks("test")
+            completions = [env.reference_completion(tasks[i]) if i % 2 == 0 else "no idea" for i in range(8)]
+            body = {"completions": completions, "labels": [{"split": "test", "index": i} for i in range(8)]}
+            request = urllib.request.Request(
+                f"{base}/{env_id}/score", json.dumps(body).encode(), {"content-type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=bound(60)) as response:
+                verdicts = json.loads(response.read())["verdicts"]
+            assert [v["passed"] for v in verdicts] == [i % 2 == 0 for i in range(8)], env_id
+        # The two envs' shares fill the nodes' CPUs exactly: a driver wanting more is told why.
+        with pytest.raises(ClusterUnreachableError, match="could be placed .* CPUs are taken"):
+            RayScorer(envs.make("arith"), address=cluster.address, start_timeout_s=2, check_walls=False)
+    # Its envs' scorers shared one connection and the last one ended it: none connected anew
+    # (Ray's auto-connect: to whichever cluster it finds on the machine, or a new one).
+    assert not ray.is_initialized(), "closing the server's scorers made Ray connect again"
+    # A server that cannot host one of its envs frees the actors of the envs made before it.
+    with pytest.raises(UnknownEnvError):
+        create_server(["arith", "no-such-env"], options=options)
+    connect(cluster.address)
+    try:
+        deadline = time.monotonic() + bound(15)
+        while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert ray.available_resources().get("CPU", 0) == 2, "arith's actors outlived the failed start"
+    finally:
+        ray.shutdown()
 
 
 def test_an_unreachable_cluster_is_one_line_at_once():
