@@ -355,7 +355,9 @@ def compose(
         (w_low + min(w_high, w_low + 40)) // 2 if w_low else (min(60, w_high // 2) if w_high < 10**6 else 40)
     )
     for count in counts:
-        lengths = [0, max(1, math.ceil(target / count)), max(1, (w_high - 5) // (count + 6)), 3, 8, 1]
+        # the longest sentences an upper word bound allows (none: 10**6 words would be ~10**5 a sentence)
+        longest = [max(1, (w_high - 5) // (count + 6))] if w_high < 10**6 else []
+        lengths = [0, max(1, math.ceil(target / count)), *longest, 3, 8, 1]
         for length in dict.fromkeys(lengths):
             size = count
             if length == 0 and w_low and s_high >= 10**6 and s_low == 0:  # one clause: nine words a sentence

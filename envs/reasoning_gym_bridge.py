@@ -51,6 +51,9 @@ MAX_ANSWER_CHARS = 20_000
 SCORE_TIMEOUT = 10.0
 WORKER_MEMORY_MB = 2048
 WORKER_TARGET = "rlvr_gym.envs.reasoning_gym_worker:score"
+ROWS_KEPT = 1024
+"""Task rows an env keeps once made: some generators take a second a puzzle (knight_swap,
+futoshiki), and ``reset(seed)``, the checker and a trainer's epochs ask for one index many times."""
 _OPEN, _CLOSE = "<answer>", "</answer>"
 
 DATASET_NAMES: tuple[str, ...] = (
@@ -349,6 +352,7 @@ class ReasoningGymEnv(SingleTurnEnv):
         self.sizes = {"train": train_size, "test": test_size}
         self.hardened = bool(hardened)
         self._dataset: Any = None
+        self._rows: dict[tuple[str, int], dict[str, Any]] = {}
         self.dataset  # noqa: B018 - build it now, so a bad knob is an error at make()
         score = ReasoningGymScore(
             dataset,
@@ -378,20 +382,27 @@ class ReasoningGymEnv(SingleTurnEnv):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_dataset"] = None
+        state["_dataset"], state["_rows"] = None, {}
         return state
 
     def row(self, split: str, index: int) -> dict[str, Any]:
-        """Entry ``index`` of the dataset as a task row (JSON values only; metadata stays behind)."""
-        entry = self.dataset[index]
-        answer = entry["answer"]
-        return {
-            "question": str(entry["question"]),
-            "answer": answer if isinstance(answer, str) else json.dumps(answer, default=str),
-            "index": index,
-            "split": split,
-            "dataset": self.dataset_name,
-        }
+        """Entry ``index`` of the dataset as a task row (JSON values only; metadata stays behind),
+        made once per instance (the last :data:`ROWS_KEPT` are kept); a new dict each call."""
+        row = self._rows.get((split, index))
+        if row is None:
+            entry = self.dataset[index]
+            answer = entry["answer"]
+            row = {
+                "question": str(entry["question"]),
+                "answer": answer if isinstance(answer, str) else json.dumps(answer, default=str),
+                "index": index,
+                "split": split,
+                "dataset": self.dataset_name,
+            }
+            if len(self._rows) >= ROWS_KEPT:
+                del self._rows[next(iter(self._rows))]
+            self._rows[split, index] = row
+        return dict(row)
 
     def load_tasks(self, split: str) -> Sequence[Task]:
         offset = 0 if split == "train" else self.sizes["train"]

@@ -100,6 +100,20 @@ def test_every_satisfiable_prompt_has_a_reference_that_passes(bench):
     assert sorted(impossible) == [374, 1627, 3369, 3371, 3718]
 
 
+def test_a_contradictory_prompt_is_given_up_without_writing_giant_drafts(bench, monkeypatch):
+    """With no upper word bound, compose also drafted sentences sized for 10**6 words (each
+    impossible prompt built millions of clauses; the bench's 541 references took 34 s, now 5)."""
+    from rlvr_gym.envs import ifeval_responses
+
+    made = []
+    clause = ifeval_responses._clause
+    monkeypatch.setattr(ifeval_responses, "_clause", lambda *a: made.append(1) or clause(*a))
+    (task,) = [t for t in bench.tasks("train") if t["key"] == 374]
+    with pytest.raises(NotImplementedError):
+        bench.reference_completion(task)
+    assert 0 < len(made) < 2_000, f"{len(made)} clauses drafted"  # 202 here; 361,588 before
+
+
 def test_language_texts_read_as_their_language():
     for code, text in LANGUAGE_TEXT.items():
         assert detect_language(text) == code
