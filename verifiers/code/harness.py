@@ -407,8 +407,12 @@ class _Asserts:
 @functools.lru_cache(maxsize=1024)
 def _compile_trusted(source: str, label: str, soft: bool = False) -> tuple[types.CodeType, frozenset[str]]:
     """Test code compiled once, with the names it reads but never binds (to proxy); ``soft``:
-    its asserts record and go on (:func:`_soften`)."""
-    tree = ast.parse(source, label)
+    its asserts record and go on (:func:`_soften`), and the tree is the one its plan read
+    (:func:`_test_tree`)."""
+    try:
+        tree = _test_tree(source) if soft else ast.parse(source, label)
+    except SyntaxError:
+        tree = ast.parse(source, label)  # raises again, naming the test
     loaded, bound = set(), set()
     for node in ast.walk(tree):  # (children are queued before a node is seen: _soften is safe)
         if soft:
@@ -421,7 +425,17 @@ def _compile_trusted(source: str, label: str, soft: bool = False) -> tuple[types
             bound.add(node.arg)
         elif isinstance(node, ast.alias):
             bound.add((node.asname or node.name).split(".")[0])
-    return compile(tree, label, "exec"), frozenset(loaded - bound - set(dir(builtins)))
+    free = loaded - bound - set(dir(builtins)) - {ASSERT_NAME}  # (a tree softened before shows it)
+    return compile(tree, label, "exec"), frozenset(free)
+
+
+@functools.lru_cache(maxsize=16)
+def _test_tree(source: str) -> ast.Module:
+    """One parse of a case's test code for its plan (:func:`_target_calls`) and its softened code
+    (:func:`_compile_trusted`), which a job asks for one after the other. Softening leaves what the
+    plan reads as it was (the calls, their arguments and positions, the names), so either may come
+    first; a tree is kept only that long."""
+    return ast.parse(source)
 
 
 def _proxy(session: Session, name: str) -> Callable[..., Any]:
@@ -582,8 +596,9 @@ def _target_calls(source: str, target: str) -> tuple[Calls, int]:
     with literal arguments, in source order (see :func:`_literal_calls`), and how many calls there
     are if every one has literal arguments and ``target`` is used in no other way, ``-1``
     otherwise (see :func:`_literal_only`). Every task's test code is read here once per worker:
-    the two used to parse it, walk it and evaluate its literals each on their own."""
-    nodes = list(ast.walk(ast.parse(source)))
+    the two used to parse it, walk it and evaluate its literals each on their own, and the
+    softened code compiled from it parsed it a third time (now it takes this parse)."""
+    nodes = list(ast.walk(_test_tree(source)))
     names, passes = _aliases(nodes, target)
     calls, count = [], 0
     for node in nodes:

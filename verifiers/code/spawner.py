@@ -246,19 +246,18 @@ def _above_child_fds(fd: int) -> int:
     return moved
 
 
-def _start(
-    message: bytes, fds: list[int], init: bool, me: int, devnull: int, set_nnp: bool, scoped: bool
-) -> tuple[Sandbox | None, str]:
-    """Fork one sandbox from a spawn message; our copies of its pipe ends are closed after."""
-    try:
+_LAST: list[Any] = [None, None]
+"""The last spawn message and what it decoded to: a worker sends the same one for every
+submission of a task kind (same limits, working dir and uid), and decoding it anew (a ``Limits``,
+the arguments of :func:`.sandbox.fork_sandbox`) wrote pages that the submission then shared."""
+
+
+def _decoded(
+    message: bytes, init: bool, devnull: int, set_nnp: bool, scoped: bool
+) -> tuple[Limits, str | None, str, dict[str, Any]]:
+    if _LAST[0] != message:
         limits, workdir, uid, block_sockets, scope, cwd = marshal.loads(message)
-        if len(fds) != 2:
-            return None, f"expected 2 pipe ends, got {len(fds)}"
-        if cwd:
-            os.chdir(cwd)
-        if init:
-            reset_pid_counter()
-        args: dict[str, Any] = {
+        args = {
             "uid": uid,
             "block_sockets": block_sockets,
             "init": init,
@@ -267,7 +266,23 @@ def _start(
             "set_no_new_privs": set_nnp,
             "scoped_sweep": scoped,
         }
-        return fork_sandbox(run_setup, Limits(*limits), workdir, fds[0], fds[1], parent=me, **args), ""
+        _LAST[:] = message, (Limits(*limits), workdir, cwd, args)
+    return _LAST[1]
+
+
+def _start(
+    message: bytes, fds: list[int], init: bool, me: int, devnull: int, set_nnp: bool, scoped: bool
+) -> tuple[Sandbox | None, str]:
+    """Fork one sandbox from a spawn message; our copies of its pipe ends are closed after."""
+    try:
+        if len(fds) != 2:
+            return None, f"expected 2 pipe ends, got {len(fds)}"
+        limits, workdir, cwd, args = _decoded(message, init, devnull, set_nnp, scoped)
+        if cwd:
+            os.chdir(cwd)
+        if init:
+            reset_pid_counter()
+        return fork_sandbox(run_setup, limits, workdir, fds[0], fds[1], parent=me, **args), ""
     except (OSError, ValueError, TypeError, EOFError) as exc:
         return None, f"{type(exc).__name__}: {exc}"
     finally:

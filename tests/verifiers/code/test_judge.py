@@ -90,19 +90,21 @@ def test_a_frame_is_one_utf8_json_value_and_nothing_else():
             loads(len(payload).to_bytes(4, "big") + payload)
 
 
-def test_a_tasks_test_code_is_parsed_once_for_its_plan_and_once_for_its_code(monkeypatch):
+def test_a_tasks_test_code_is_parsed_once_for_its_plan_and_its_code(monkeypatch):
     import ast
 
     from rlvr_gym.verifiers.code import worker
+    from rlvr_gym.verifiers.code.harness import _compile_trusted
 
     parses: list[str] = []
     parse = ast.parse
     monkeypatch.setattr(ast, "parse", lambda source, *a, **k: parses.append(source) or parse(source, *a, **k))
     case = f"# {time.monotonic_ns()}\ndef check(c):\n    assert c(1) == 2\n    assert c(x=[3]) == 4\n\ncheck(f)\n"
-    task = {"kind": "assert", "entry_point": "f", "cases": [case]}
+    task = {"kind": "assert", "entry_point": "f", "cases": [case, case]}
     frames, _ = worker.planned(task)
-    assert len(frames) == 2 and covers_every_call(task, len(frames))
-    assert parses.count(case) <= 2  # (was 3: the plan, the coverage check and the code each parsed it)
+    assert len(frames) == 4 and covers_every_call(task, len(frames))
+    assert _compile_trusted(case, "<test 1>", soft=True)[1] == {"f"}  # the second, on a softened tree
+    assert parses.count(case) == 1  # (was 3: the plan, the coverage check and the code each parsed it)
 
 
 def test_the_worker_warms_the_sandbox_code_and_leaves_nothing_behind():
