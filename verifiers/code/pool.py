@@ -63,6 +63,10 @@ def worker_environment(namespaces: bool | None = None) -> dict[str, str]:
     # the caller's PYTHONPATH passes through, nothing of its working directory does.
     if os.environ.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    # Every shared-library symbol resolved when its library loads, not on its first call: a first
+    # call in a submission process (setsid, setresuid, setrlimit, ... which the fork server never
+    # makes) ran the dynamic linker there and wrote the library's GOT, a copied page, every time.
+    env["LD_BIND_NOW"] = "1"
     return env
 
 

@@ -97,6 +97,8 @@ def test_reasons_for_missing_unparsable_unsafe_and_slow_code(verifier):
     task = calls_task(1)
     assert verifier("I don't know", task).reason is Reason.NO_ANSWER
     assert verifier(fenced("def f(:\n  pass"), task).reason is Reason.BAD_FORMAT
+    for program in ("*0", "def f():\n    return 1\nreturn 2"):  # they parse, but do not compile
+        assert verifier(fenced(program), task).reason is Reason.BAD_FORMAT
     unsafe = verifier(fenced("import os\ndef f():\n    return 1"), task)
     assert unsafe.reason is Reason.UNSAFE and "os" in str(unsafe.details["why"])
     slow = CodeVerifier(limits=Limits(wall_s=0.5, cpu_s=1), pool=verifier.pool)(
