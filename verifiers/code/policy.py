@@ -131,6 +131,8 @@ def compile_submission(source: str, filename: str = "<submission>") -> PolicyRes
         return PolicyResult(None, (f"the parser gave up: {type(exc).__name__}: {exc}",))
     try:
         result = compile_restricted_exec(tree, filename, policy=SubmissionPolicy)
+    except SyntaxError as exc:  # what only the compiler checks (``*0``: a starred expression alone)
+        return PolicyResult(None, (f"SyntaxError: {exc}",), syntax_error=True)
     except (RecursionError, MemoryError, ValueError, OverflowError) as exc:  # compiler limits
         return PolicyResult(None, (f"the compiler gave up: {type(exc).__name__}: {exc}",))
     if result.errors or result.code is None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import queue
 import signal
 import subprocess
 import sys
@@ -63,6 +62,10 @@ def worker_environment(namespaces: bool | None = None) -> dict[str, str]:
     # the caller's PYTHONPATH passes through, nothing of its working directory does.
     if os.environ.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    # Every shared-library symbol resolved when its library loads, not on its first call: a first
+    # call in a submission process (setsid, setresuid, setrlimit, ... which the fork server never
+    # makes) ran the dynamic linker there and wrote the library's GOT, a copied page, every time.
+    env["LD_BIND_NOW"] = "1"
     return env
 
 
@@ -184,18 +187,18 @@ class SandboxPool:
         self,
         slot: int,
         jobs: Sequence[Mapping[str, Any]],
-        todo: queue.SimpleQueue[int],
+        todo: _Todo,
         results: list[dict[str, Any] | None],
     ) -> None:
-        """Run jobs from ``todo`` on one worker, up to :data:`IN_FLIGHT` sent ahead. Jobs sent
-        to a worker that then died or was replaced go back to ``todo``: they never ran."""
+        """Run jobs from ``todo`` on one worker, up to :data:`IN_FLIGHT` sent ahead: its own
+        first, then others' (:class:`_Todo`). Jobs sent to a worker that then died or was
+        replaced go back to ``todo``: they never ran."""
         sent: deque[int] = deque()
         worker: _Worker | None = None
         while True:
             while len(sent) < IN_FLIGHT:
-                try:
-                    index = todo.get_nowait()
-                except queue.Empty:
+                index = todo.take(slot)
+                if index is None:
                     break
                 if worker is None:
                     worker = self._worker(slot)
@@ -203,7 +206,7 @@ class SandboxPool:
                     write_frame(worker.to_fd, jobs[index])
                 except BrokenPipeError as exc:
                     if sent:  # the worker died: its answers below say so; this job waits
-                        todo.put(index)
+                        todo.give_back(slot, index)
                         break
                     results[index] = self._died(slot, worker, exc)
                     worker = None
@@ -214,8 +217,8 @@ class SandboxPool:
             index = sent.popleft()
             results[index] = self._answer(slot, worker, jobs[index])  # type: ignore[arg-type]
             if self._workers[slot] is not worker:  # killed and replaced: the rest never ran
-                for left in sent:
-                    todo.put(left)
+                for left in reversed(sent):
+                    todo.give_back(slot, left)
                 sent.clear()
                 worker = None
 
@@ -246,9 +249,7 @@ class SandboxPool:
             if len(jobs) <= 1:
                 return [self._run_one(0, job) for job in jobs]
             results: list[dict[str, Any] | None] = [None] * len(jobs)
-            todo: queue.SimpleQueue[int] = queue.SimpleQueue()
-            for index in range(len(jobs)):
-                todo.put(index)
+            todo = _Todo(jobs, min(self.size, len(jobs)))
 
             bugs: list[str] = []
 
@@ -297,6 +298,49 @@ class SandboxPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _affinity(job: Mapping[str, Any]) -> int:
+    """Which worker a job goes to first: the same one for every job of the same tests (told apart
+    cheaply: their kind, entry point, number of cases and the head of the first one)."""
+    tests = job.get("tests")
+    if not isinstance(tests, Mapping):
+        return 0
+    cases = tests.get("cases")
+    cases = cases if isinstance(cases, list | tuple) else ()
+    first = cases[0] if cases else ""
+    if isinstance(first, Mapping):
+        first = first.get("stdin", "")
+    head = first[:256] if isinstance(first, str) else ""
+    return hash((str(tests.get("kind")), str(tests.get("entry_point") or tests.get("fn")), len(cases), head))
+
+
+class _Todo:
+    """The jobs of one :meth:`SandboxPool.run` not sent yet: one queue per worker, each job in the
+    queue of :func:`_affinity`'s worker, so the jobs of one task (a GRPO group) meet the same
+    worker. Its judge prepares a task once (parses and plans its tests: ~1 ms) and its compile
+    cache sees the group's repeated completions; dealt at random, each worker prepared most
+    tasks. A worker whose queue is empty takes from the tail of the longest other one."""
+
+    def __init__(self, jobs: Sequence[Mapping[str, Any]], workers: int) -> None:
+        self.queues: list[deque[int]] = [deque() for _ in range(workers)]
+        for index, job in enumerate(jobs):
+            self.queues[_affinity(job) % workers].append(index)
+        self.lock = threading.Lock()
+
+    def take(self, slot: int) -> int | None:
+        """The next job for worker ``slot``, or ``None`` when every queue is empty."""
+        with self.lock:
+            own = self.queues[slot]
+            if own:
+                return own.popleft()
+            longest = max(self.queues, key=len)
+            return longest.pop() if longest else None
+
+    def give_back(self, slot: int, index: int) -> None:
+        """A job sent to worker ``slot`` that never ran: first in its queue again."""
+        with self.lock:
+            self.queues[slot].appendleft(index)
 
 
 _default: SandboxPool | None = None

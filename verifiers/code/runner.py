@@ -19,7 +19,9 @@ from rlvr_gym.verifiers.code.codec import (
     ChannelClosedError,
     CodecError,
     FrameReader,
+    dumps,
     encode_value,
+    write_all,
     write_frame,
 )
 from rlvr_gym.verifiers.code.remote import Kept
@@ -50,6 +52,10 @@ class CountingSink(io.TextIOBase):
 _SINKS = (CountingSink(0), CountingSink(0))
 """Module mode's stdout and stderr, made before any fork: each sandbox resets its own copy
 (building io objects in every child cost ~40 copy-on-write faults)."""
+
+
+_LOADED = dumps({"ok": True})
+"""The load report of a program whose top level ran cleanly (most do), encoded before any fork."""
 
 
 class CappedWriter(io.StringIO):
@@ -107,7 +113,10 @@ def serve(
         sys.stdin, (sys.stdout, sys.stderr) = io.StringIO(""), _SINKS
         namespace = make_globals("submission")
         error = _run(lambda: exec(code, namespace))  # noqa: S102 - sandboxed
-        write_frame(reply_fd, {"ok": error is None, **(describe(error) if error else {})})
+        if error is None:
+            write_all(reply_fd, _LOADED)
+        else:
+            write_frame(reply_fd, {"ok": False, **describe(error)})
     for request in ahead:
         write_frame(reply_fd, _answer(request, code, make_globals, namespace, output_limit, kept))
     requests = FrameReader(request_fd, values=True, refs=kept.get)

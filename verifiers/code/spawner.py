@@ -34,6 +34,7 @@ import marshal
 import os
 import signal
 import socket
+import struct
 import types
 from typing import Any
 
@@ -225,16 +226,33 @@ def _serve(sock: socket.socket, parent: int, init: bool, scope: bool = False) ->
     except (OSError, RuntimeError) as exc:
         sock.send(f"!{exc}".encode()[:MAX_MESSAGE])
     while True:
-        message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
+        message, fds = _receive(sock)
         if not message:
             return
-        fds = [_above_child_fds(fd) for fd in fds]  # the child moves them to 3 and 4 with no clash
         sandbox, error = _start(message, fds, init, me, devnull, not inherited_nnp, scoped)
         command = sock.recv(MAX_MESSAGE)
         status = sandbox.close() if sandbox is not None else None
         if not command:
             return
         sock.send(marshal.dumps((status, error)))
+
+
+_FDS_SPACE = socket.CMSG_LEN(2 * 4)
+_FD = struct.Struct("i")
+
+
+def _receive(sock: socket.socket) -> tuple[bytes, list[int]]:
+    """One spawn message and the pipe ends that came with it, renumbered above the child's fixed
+    fds (the child moves them to 3 and 4 with no clash). ``socket.recv_fds`` without its import,
+    array and comprehension: every object the fork server makes between two forks is a page
+    written, so a copy-on-write fault, each time."""
+    message, ancillary, _, _ = sock.recvmsg(MAX_MESSAGE, _FDS_SPACE)
+    fds = []
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            for (fd,) in _FD.iter_unpack(data[: len(data) - len(data) % _FD.size]):
+                fds.append(_above_child_fds(fd))
+    return message, fds
 
 
 def _above_child_fds(fd: int) -> int:
@@ -246,19 +264,18 @@ def _above_child_fds(fd: int) -> int:
     return moved
 
 
-def _start(
-    message: bytes, fds: list[int], init: bool, me: int, devnull: int, set_nnp: bool, scoped: bool
-) -> tuple[Sandbox | None, str]:
-    """Fork one sandbox from a spawn message; our copies of its pipe ends are closed after."""
-    try:
+_LAST: list[Any] = [None, None]
+"""The last spawn message and what it decoded to: a worker sends the same one for every
+submission of a task kind (same limits, working dir and uid), and decoding it anew (a ``Limits``,
+the arguments of :func:`.sandbox.fork_sandbox`) wrote pages that the submission then shared."""
+
+
+def _decoded(
+    message: bytes, init: bool, devnull: int, set_nnp: bool, scoped: bool
+) -> tuple[Limits, str | None, str, dict[str, Any]]:
+    if _LAST[0] != message:
         limits, workdir, uid, block_sockets, scope, cwd = marshal.loads(message)
-        if len(fds) != 2:
-            return None, f"expected 2 pipe ends, got {len(fds)}"
-        if cwd:
-            os.chdir(cwd)
-        if init:
-            reset_pid_counter()
-        args: dict[str, Any] = {
+        args = {
             "uid": uid,
             "block_sockets": block_sockets,
             "init": init,
@@ -267,10 +284,28 @@ def _start(
             "set_no_new_privs": set_nnp,
             "scoped_sweep": scoped,
         }
-        return fork_sandbox(run_setup, Limits(*limits), workdir, fds[0], fds[1], parent=me, **args), ""
+        _LAST[:] = message, (Limits(*limits), workdir, cwd, args)
+    return _LAST[1]
+
+
+def _start(
+    message: bytes, fds: list[int], init: bool, me: int, devnull: int, set_nnp: bool, scoped: bool
+) -> tuple[Sandbox | None, str]:
+    """Fork one sandbox from a spawn message; our copies of its pipe ends are closed after."""
+    try:
+        if len(fds) != 2:
+            return None, f"expected 2 pipe ends, got {len(fds)}"
+        limits, workdir, cwd, args = _decoded(message, init, devnull, set_nnp, scoped)
+        if cwd:
+            os.chdir(cwd)
+        if init:
+            reset_pid_counter()
+        return fork_sandbox(run_setup, limits, workdir, fds[0], fds[1], parent=me, **args), ""
     except (OSError, ValueError, TypeError, EOFError) as exc:
         return None, f"{type(exc).__name__}: {exc}"
     finally:
         for fd in fds:
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105 - (no contextlib.suppress object on the fork server's path)
                 os.close(fd)
+            except OSError:
+                pass

@@ -36,6 +36,7 @@ from rlvr_gym.verifiers.code.harness import (
     InvalidTestsError,
     Outcome,
     Session,
+    call_request,
     judge,
     mode_of,
     plan_ahead,
@@ -53,7 +54,7 @@ from rlvr_gym.verifiers.code.sandbox import (
     prctl,
     sandbox_uid,
 )
-from rlvr_gym.verifiers.code.spawner import Spawner, SpawnerGoneError, setup_blob
+from rlvr_gym.verifiers.code.spawner import Spawner, SpawnerGoneError, run_setup, setup_blob
 from rlvr_gym.verifiers.code.workspace import Workspace, WorkspaceStuckError, empty_tree, remove_tree
 
 CACHED_SOURCE_CHARS = 20_000
@@ -225,6 +226,7 @@ def main() -> int:
     for fd in (in_fd, out_fd):
         os.set_inheritable(fd, False)
     missing = policy.preload_modules()
+    warm_sandbox_paths()
     policy.prepare_globals("submission", "__main__")
     gc.collect()
     gc.freeze()  # forked children's GC then never touches (and copies) the worker's objects
@@ -259,6 +261,61 @@ def main() -> int:
         except BaseException as exc:  # noqa: BLE001 - a verifier bug: report it, keep serving
             outcome = {"status": "error", "errors": [f"{type(exc).__name__}: {exc}"[:500]]}
         send_outcome(out_fd, outcome)
+
+
+WARM_RUNS = 24
+"""Runs of :func:`warm_sandbox_paths`: CPython 3.11 specialises a function's bytecode once it has
+run 8 times, and its instructions' own counters settle within a few runs more."""
+
+_WARM_PROGRAM = "def f(x, y=None):\n    return [x, (x,), {'k': x}, {1}, b'b', 0.5, x % 3 == 0, y]\n"
+_WARM_SPECS = (
+    {
+        "kind": "calls",
+        "fn": "f",
+        "cases": [{"args": [3], "expected": None}, {"args": [[1, 2]], "expected": None}],
+    },
+    {"kind": "stdio", "cases": [{"stdin": "x", "stdout": ""}]},
+)
+
+
+def warm_sandbox_paths(runs: int = WARM_RUNS) -> None:
+    """Run the sandbox's side of a submission (:func:`.spawner.run_setup`: the program, its
+    planned answers, a round trip) here in the worker, on our own pipes, before the fork server
+    is forked from it.
+
+    Why: each submission process is a copy of the fork server, which is a copy of this process.
+    The first runs of a Python function write to it (CPython counts its calls, then specialises
+    its bytecode in place) and to the interpreter's caches, and in a copy every page written is
+    copied again (a fault each): code that never ran here ran cold in every submission. Warmed
+    once, the submissions start from specialised code. Nothing of a task is in it: a fixed
+    program of ours, whose namespace and answers are dropped; ``sys.stdin``/``stdout``/``stderr``
+    are put back."""
+    saved = sys.stdin, sys.stdout, sys.stderr
+    compiled = policy.compile_submission(_WARM_PROGRAM)
+    assert compiled.code is not None  # noqa: S101 - our own constant program
+    blobs = []
+    for spec in _WARM_SPECS:
+        _, requests = _plan(spec)
+        extra = dumps(call_request("f", [(1, 2.5)], {"y": "s"}))  # a round trip
+        blobs.append(setup_blob(compiled.code, True, mode_of(spec), 1 << 16, requests) + extra)
+    try:
+        for _ in range(runs):
+            for blob in blobs:
+                _warm_run(blob)
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+
+
+def _warm_run(blob: bytes) -> None:
+    request_r, request_w = os.pipe()
+    reply_r, reply_w = os.pipe()
+    try:
+        os.write(request_w, blob)  # far below a pipe's capacity, as are the answers
+        os.close(request_w)
+        run_setup(request_r, reply_w)
+    finally:
+        for fd in (request_r, reply_w, reply_r):
+            os.close(fd)
 
 
 def limit_judge_memory() -> None:

@@ -81,6 +81,53 @@ def test_a_decoder_failure_is_a_codec_error():
         _read(json.dumps({"ok": True, "value": deep}).encode())
 
 
+def test_a_frame_is_one_utf8_json_value_and_nothing_else():
+    assert _read(b'{"ok":true}') == {"ok": True}
+    for payload in (b' {"ok":true}', b'{"ok":true} ', b'{"ok":true}{}', '{"ok":true}'.encode("utf-16")):
+        with pytest.raises(CodecError):  # json.loads took each of these
+            _read(payload)
+        with pytest.raises(CodecError):
+            loads(len(payload).to_bytes(4, "big") + payload)
+
+
+def test_a_tasks_test_code_is_parsed_once_for_its_plan_and_its_code(monkeypatch):
+    import ast
+
+    from rlvr_gym.verifiers.code import worker
+    from rlvr_gym.verifiers.code.harness import _compile_trusted
+
+    parses: list[str] = []
+    parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda source, *a, **k: parses.append(source) or parse(source, *a, **k))
+    case = f"# {time.monotonic_ns()}\ndef check(c):\n    assert c(1) == 2\n    assert c(x=[3]) == 4\n\ncheck(f)\n"
+    task = {"kind": "assert", "entry_point": "f", "cases": [case, case]}
+    frames, _ = worker.planned(task)
+    assert len(frames) == 4 and covers_every_call(task, len(frames))
+    assert _compile_trusted(case, "<test 1>", soft=True)[1] == {"f"}  # the second, on a softened tree
+    assert parses.count(case) == 1  # (was 3: the plan, the coverage check and the code each parsed it)
+
+
+def test_the_worker_warms_the_sandbox_code_and_leaves_nothing_behind():
+    import dis
+    import sys
+
+    from rlvr_gym.verifiers.code import policy, runner, worker
+
+    stdio, prepared, fds = (
+        (sys.stdin, sys.stdout, sys.stderr),
+        dict(policy._PREPARED),
+        set(os.listdir("/proc/self/fd")),
+    )
+    worker.warm_sandbox_paths()
+    assert (sys.stdin, sys.stdout, sys.stderr) == stdio
+    assert dict(policy._PREPARED) == prepared
+    assert set(os.listdir("/proc/self/fd")) == fds
+    code = runner.serve.__code__  # specialised in place: what every submission process inherits
+    assert [i.opname for i in dis.get_instructions(code, adaptive=True)] != [
+        i.opname for i in dis.get_instructions(code)
+    ]
+
+
 def test_comparisons_never_raise_on_a_submissions_value():
     assert same_value(10**4000, 0.5) is False  # float(10**4000) overflows
     assert same_value([10**4000], [0.5]) is False

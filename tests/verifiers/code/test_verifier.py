@@ -97,6 +97,8 @@ def test_reasons_for_missing_unparsable_unsafe_and_slow_code(verifier):
     task = calls_task(1)
     assert verifier("I don't know", task).reason is Reason.NO_ANSWER
     assert verifier(fenced("def f(:\n  pass"), task).reason is Reason.BAD_FORMAT
+    for program in ("*0", "def f():\n    return 1\nreturn 2"):  # they parse, but do not compile
+        assert verifier(fenced(program), task).reason is Reason.BAD_FORMAT
     unsafe = verifier(fenced("import os\ndef f():\n    return 1"), task)
     assert unsafe.reason is Reason.UNSAFE and "os" in str(unsafe.details["why"])
     slow = CodeVerifier(limits=Limits(wall_s=0.5, cpu_s=1), pool=verifier.pool)(
@@ -361,6 +363,28 @@ def test_the_pool_uses_both_workers_and_replaces_a_dead_one(pool, verifier):
     pool._workers[0].process.kill()
     pool._workers[0].process.wait()
     assert verifier(fenced("def f():\n    return 1"), calls_task(1)).passed
+
+
+def test_a_batch_deals_the_jobs_of_one_task_to_one_worker_first():
+    """A worker's judge prepares a task once (parses and plans its tests); a GRPO group's jobs meet it there."""
+    from rlvr_gym.verifiers.code.pool import _Todo
+
+    tasks = [{"kind": "assert", "entry_point": "f", "cases": [f"assert f({n}) == {n}"]} for n in range(8)]
+    jobs = [{"source": "", "tests": tasks[i % 8]} for i in range(32)]  # 8 tasks, 4 jobs each, mixed
+    todo = _Todo(jobs, 2)
+    for queue in todo.queues:  # each task's 4 jobs in one queue, in batch order
+        assert len({jobs[i]["tests"]["cases"][0] for i in queue}) * 4 == len(queue)
+        assert list(queue) == sorted(queue)
+    own = 0 if len(todo.queues[0]) <= len(todo.queues[1]) else 1  # the shorter queue's worker
+    taken = [todo.take(own) for _ in range(len(todo.queues[own]))]
+    assert taken == sorted(taken) and not todo.queues[own]
+    last = todo.queues[1 - own][-1]
+    assert todo.take(own) == last  # then it takes from the tail of the other queue
+    todo.give_back(own, last)  # a job sent to a worker that died: first in line again
+    assert todo.take(own) == last
+    while todo.take(own) is not None:
+        pass
+    assert not any(todo.queues)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
