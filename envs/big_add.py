@@ -9,7 +9,12 @@ calling the tool is not answering, and a right answer without a call passes too.
 
 The tool takes two JSON integers rather than an expression string: in the call they are written
 `` 482`` as in the question, and with operands of one length every digit to copy sits at the same
-distance in every episode — what a 2-layer model learns to copy in a few hundred steps.
+distance in every episode — what a 2-layer model learns to copy in a few hundred steps. The sum
+has one length too (``digits + 1``: every pair carries out of the top digit), so the answer's
+digits also sit at one distance from the tool's reply. With sums of 3 or 4 digits (half and
+half) that distance varied and the model never learnt to copy the result: after a 500-step warm
+start it answered 1 of 60 held-out tasks right even when handed the right call and reply, and
+60 of 60 with one-length sums (seed 0, measured 2026-11-27).
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ for whatever the model writes)."""
 
 
 class AdditionTasks(GeneratedTasks):
-    """``size`` tasks ``a + b`` with ``digits``-digit operands, each a pure function of its index."""
+    """``size`` tasks ``a + b`` with ``digits``-digit operands and a ``digits + 1``-digit sum, each a
+    pure function of its index."""
 
     def __init__(self, size: int, *, seed: int, split: str, digits: int) -> None:
         self.size, self.seed, self.split, self.digits = size, seed, split, digits
@@ -41,7 +47,8 @@ class AdditionTasks(GeneratedTasks):
     def task(self, index: int) -> dict[str, Any]:
         rng = random.Random(f"rlvr-gym/big-add/{self.seed}/{self.split}/{index}")
         low, high = 10 ** (self.digits - 1), 10**self.digits - 1
-        a, b = rng.randint(low, high), rng.randint(low, high)
+        a = rng.randint(low, high)
+        b = rng.randint(max(low, 10**self.digits - a), high)  # a + b >= 10**digits: one sum length
         return {"question": f"Compute {a} + {b}.", "a": a, "b": b, "answer": str(a + b), "index": index}
 
 

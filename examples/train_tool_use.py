@@ -1,12 +1,14 @@
 """Example 5: the tiny offline model and a tool env, on a CPU, in a few minutes.
 
-``big-add`` asks for the sum of two three-digit numbers, which the 2-layer model cannot compute,
-and offers an ``add`` tool. The tiny-model demo (``trainers.demo_config("big-add")``) gives it a
-short supervised warm start on reference episodes (the call, the tool's reply, the answer, as
-TRL's tool loop renders them), then GRPO through TRL's tool loop (``environment_factory``). The
-script prints accuracy and tool calls per episode over the first and last fifth of the steps.
-The warm start teaches the call (valid, numbers copied, in ~9 of 10 episodes); that GRPO then
-raises accuracy is not shown yet (see ``trainers.demo.TINY_DEMO_RUN``'s figures).
+``big-add`` asks for the sum of two three-digit numbers (always a four-digit sum), which the
+2-layer model cannot compute, and offers an ``add`` tool. The tiny-model demo
+(``trainers.demo_config("big-add")``) gives it a supervised warm start on reference episodes (the
+call, the tool's reply, the answer, as TRL's tool loop renders them), then GRPO through TRL's tool
+loop (``environment_factory``). The script prints accuracy and tool calls per episode over the
+first and last fifth of the steps. The warm start teaches the call and the copy of the result
+(sampled accuracy ~0.65 at seeds 0 and 1, 0.26 at seed 2); GRPO's rise after it is small
+(+0.02 to +0.08 over 100 steps), and a shorter warm start leaves GRPO nothing to reinforce
+(see ``trainers.demo.TINY_DEMO_RUN``'s figures). About 140 CPU-s in all.
 
     python -m examples.train_tool_use --output-dir runs/big-add
 """

@@ -62,6 +62,21 @@ def test_a_bad_add_call_is_told_to_the_model_not_an_error_of_ours(big_add, argum
     assert terminated and reward == 0.0 and info["verdict"].reason.value != "error"
 
 
+@pytest.mark.parametrize("digits", [1, 3, 6])
+def test_every_sum_has_one_length_so_the_answer_is_copied_from_one_distance(digits):
+    """The answer's digits sit at one distance from the tool's reply only if every sum has the
+    same length: with 3- and 4-digit sums mixed, the tiny model never learnt to copy the result."""
+    env = envs.make("big-add", digits=digits, train_size=300, test_size=300)
+    try:
+        for split in ("train", "test"):
+            for task in env.tasks(split):
+                a, b = env.operands(task)
+                assert len(str(a)) == len(str(b)) == digits and task["answer"] == str(a + b)
+                assert len(task["answer"]) == digits + 1, task
+    finally:
+        env.close()
+
+
 def test_adding_in_the_head_is_scored_like_using_the_tool(big_add):
     """The answer is scored, not the tool use: a right answer without a call passes too."""
     _, info = big_add.reset(options={"index": 7, "split": "test"})
