@@ -111,6 +111,8 @@ def configure(env: Any, config: EnvConfig | None, knobs: Mapping[str, Any]) -> A
     values), so one config is built and every class reads the same one.
     """
     built = vars(env).get("env_config")
+    if config is None and built is not None and not knobs:
+        return built  # a base reached through super(): the config is built and checked already
     base = built if config is None and built is not None else config
     env.env_config = type(env).config_class.of(base, knobs)
     return env.env_config

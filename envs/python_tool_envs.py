@@ -107,9 +107,11 @@ class GSM8KPythonEnv(PythonToolEnv, GSM8KBase):
 
     config_class: ClassVar[type[GSM8KPythonConfig]] = GSM8KPythonConfig
 
+    env_config: GSM8KPythonConfig
+
     def __init__(self, config: GSM8KPythonConfig | None = None, /, **knobs: Any) -> None:
-        config = configure(self, config, knobs)
-        super().__init__(config)
+        super().__init__(config, **knobs)
+        config = self.env_config
         self.rubric = correctness_rubric(
             timeout=config.timeout, strict=config.strict_answer, question_key="question"
         )
@@ -126,9 +128,11 @@ class MATH500PythonEnv(PythonToolEnv, MATH500Base):
 
     config_class: ClassVar[type[MATH500PythonConfig]] = MATH500PythonConfig
 
+    env_config: MATH500PythonConfig
+
     def __init__(self, config: MATH500PythonConfig | None = None, /, **knobs: Any) -> None:
-        config = configure(self, config, knobs)
-        super().__init__(config)
+        super().__init__(config, **knobs)
+        config = self.env_config
         self.rubric = correctness_rubric(
             timeout=config.timeout, strict=config.strict_answer, question_key="problem"
         )
