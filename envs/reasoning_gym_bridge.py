@@ -6,7 +6,8 @@ seconds of imports) is loaded only when an env is made. Install ``rlvr-gym[reaso
 
 * Tasks: ``create_dataset(name, seed=seed, size=train_size + test_size, **config)`` — train is
   entries ``[0, train_size)``, test the next ``test_size``, so the splits never share an entry
-  index, and two instances with one seed pose the same tasks. Config knobs are env kwargs.
+  index, and two instances with one seed pose the same tasks, in any process and any run (rows are
+  made in the scoring worker, whose hash seed is fixed). Config knobs are env kwargs.
 * Scoring: reasoning-gym's own ``score_answer`` (:class:`ReasoningGymScore`), run in a worker
   process with a deadline and a memory limit, on the answer our extractor takes — the same
   answer reasoning-gym's ``extract_answer`` takes (the last complete ``<answer>...</answer>``
@@ -50,7 +51,11 @@ MAX_COMPLETION_CHARS = 200_000
 MAX_ANSWER_CHARS = 20_000
 SCORE_TIMEOUT = 10.0
 WORKER_MEMORY_MB = 2048
-WORKER_TARGET = "rlvr_gym.envs.reasoning_gym_worker:score"
+WORKER_TARGET = "rlvr_gym.envs.reasoning_gym_worker:request"
+WORKER_ENVIRONMENT = {"PYTHONHASHSEED": "0"}
+"""Generators that walk sets follow the hash seed: fixed in the worker, where rows are made."""
+ROW_TIMEOUT = 120.0
+"""Seconds to make one row: the slowest generators take seconds a puzzle on a busy machine."""
 ROWS_KEPT = 1024
 """Task rows an env keeps once made: some generators take a second a puzzle (knight_swap,
 futoshiki), and ``reset(seed)``, the checker and a trainer's epochs ask for one index many times."""
@@ -86,8 +91,6 @@ CANNOT_CHECK: dict[str, str] = {
     "rubiks_cube": _NO_ORACLE,
     "rush_hour": _NO_ORACLE,
     "composite": "needs a `datasets` knob (a list of dataset specs); it has no default to check",
-    "list_functions": "not deterministic per index: dataset[i] poses a different task on each call, so a task cannot be scored against the entry it was posed from",
-    "polynomial_multiplication": "not deterministic per index across processes (the gold answer regenerated in the scoring worker is another polynomial)",
     "game_of_life_halting": "its score_answer is bool(answer) == bool(gold): any non-empty answer scores 1.0 when the gold is non-empty, so wrong answers pass",
 }
 """The bridged envs that do not pass ``check_env``, with the reason (reasoning-gym 0.1.25)."""
@@ -106,6 +109,7 @@ HARDENED_AUDIT_FAILS: dict[str, str] = {
     "knights_knaves": _THROUGH.format("hedging and near_miss", "the statement negated"),
     "letter_jumble": _THROUGH.format("hedging", "'gold or wrong' in one tag"),
     "polynomial_equations": _THROUGH.format("hedging", "two answers, one wrong"),
+    "polynomial_multiplication": _THROUGH.format("hedging", "'gold or wrong' in one tag"),
     "puzzle24": _THROUGH.format("echo", "another task's solution"),
     "quantum_lock": _THROUGH.format("hedging and near_miss", "the sequence negated"),
     "simple_integration": _THROUGH.format("hedging", "two answers, one wrong"),
@@ -162,7 +166,8 @@ class _Worker(Worker):
     def _promote(self) -> None:
         if self._active is not None:
             self._active.kill()
-        self._active, self._standby = _Process(self.target, self.memory_mb), None
+        self._active = _Process(self.target, self.memory_mb, WORKER_ENVIRONMENT)
+        self._standby = None
 
 
 _worker = _Worker(WORKER_TARGET, memory_mb=WORKER_MEMORY_MB)
@@ -226,7 +231,7 @@ class ReasoningGymScore:
             if judged:
                 return Verdict.correct(shown, judged_by="answer type")
             return Verdict.fail(Reason.WRONG_ANSWER, shown, judged_by="answer type")
-        outcome = self._call(answer, int(task["index"]))
+        outcome = self._call("score", int(task["index"]), answer, timeout=self.timeout)
         if outcome.status == "timeout":
             return Verdict.fail(
                 Reason.TIMEOUT, shown, why=f"reasoning-gym's score_answer ran past {self.timeout:g} s"
@@ -243,14 +248,22 @@ class ReasoningGymScore:
         score = 0.0 if self.strict_credit or not math.isfinite(value) else max(0.0, value)
         return Verdict.fail(Reason.WRONG_ANSWER, shown, score=score, rg_score=value)
 
-    def _call(self, answer: str, index: int) -> Any:
+    def row(self, index: int) -> dict[str, str]:
+        """Entry ``index``'s question and gold, made in the worker (see :mod:`.reasoning_gym_worker`)."""
+        outcome = self._call("row", index, timeout=ROW_TIMEOUT)
+        if outcome.status != "ok" or not isinstance(outcome.value, dict):
+            detail = outcome.value if outcome.status == "error" else outcome.status
+            raise RunFailedError(f"{env_id(self.name)}: reasoning-gym could not make entry {index}: {detail}")
+        return outcome.value
+
+    def _call(self, op: str, index: int, *args: Any, timeout: float) -> Any:
         worker = _use(id(self))
         try:
             worker.start()  # reasoning-gym's import takes seconds: never charge it to an answer's budget
         except RunFailedError as exc:
             raise NotAvailableError(f"reasoning-gym's scoring worker did not start: {exc}") from None
         return worker.call(
-            self.name, self.config_json, self.seed, self.size, index, answer, timeout=self.timeout
+            op, self.name, self.config_json, self.seed, self.size, index, *args, timeout=timeout
         )
 
     def close(self) -> None:
@@ -363,6 +376,7 @@ class ReasoningGymEnv(SingleTurnEnv):
             strict_credit=self.hardened,
             typed=self.hardened,
         )
+        self.reasoning_gym_score = score  # also makes the rows (in its worker)
         self.rubric = Rubric({"correct": SingleAnswer(score) if self.hardened else score})
 
     @property
@@ -387,14 +401,12 @@ class ReasoningGymEnv(SingleTurnEnv):
 
     def row(self, split: str, index: int) -> dict[str, Any]:
         """Entry ``index`` of the dataset as a task row (JSON values only; metadata stays behind),
-        made once per instance (the last :data:`ROWS_KEPT` are kept); a new dict each call."""
+        made in the scoring worker once per instance (the last :data:`ROWS_KEPT` are kept); a new
+        dict each call."""
         row = self._rows.get((split, index))
         if row is None:
-            entry = self.dataset[index]
-            answer = entry["answer"]
             row = {
-                "question": str(entry["question"]),
-                "answer": answer if isinstance(answer, str) else json.dumps(answer, default=str),
+                **self.reasoning_gym_score.row(index),
                 "index": index,
                 "split": split,
                 "dataset": self.dataset_name,

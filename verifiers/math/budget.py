@@ -95,8 +95,8 @@ def serve(target: str, memory_mb: int) -> None:
 class _Process:
     """One worker process and a line reader over its stdout with a deadline."""
 
-    def __init__(self, target: str, memory_mb: int) -> None:
-        env = dict(os.environ)  # rlvr_gym itself comes from the installed distribution
+    def __init__(self, target: str, memory_mb: int, environment: dict[str, str] | None = None) -> None:
+        env = {**os.environ, **(environment or {})}  # rlvr_gym itself comes from the installed distribution
         self.popen = subprocess.Popen(
             # -P: the caller's working directory is not put on sys.path (no stray sympy.py shadows ours)
             [sys.executable, "-P", "-m", "rlvr_gym.verifiers.math.budget", target, str(memory_mb)],
