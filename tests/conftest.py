@@ -6,6 +6,15 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples in every run unless asked to explore: a failure in CI is then
+# one anybody can reproduce, and a landing is never refused by a draw nobody else can repeat.
+# Explore (fresh draws, more of them) with RLVR_GYM_HYPOTHESIS=explore; what it finds becomes an
+# @example.
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("explore", max_examples=1000)
+settings.load_profile(os.environ.get("RLVR_GYM_HYPOTHESIS", "repeatable"))
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
