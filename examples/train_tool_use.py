@@ -34,6 +34,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     defaults = demo_config(ENV)
     parser.add_argument("--max-steps", type=int, default=defaults.max_steps, help="GRPO steps")
     parser.add_argument("--warm-start-steps", type=int, default=defaults.warm_start_steps)
+    parser.add_argument(
+        "--tool-fraction",
+        type=float,
+        default=defaults.warm_start_tool_fraction,
+        help="share of warm-start episodes that call the tool (the rest answer directly)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output-dir", default=f"runs/{ENV}")
     args = parser.parse_args(argv)
@@ -41,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ENV,
         max_steps=args.max_steps,
         warm_start_steps=args.warm_start_steps,
+        warm_start_tool_fraction=args.tool_fraction,
         seed=args.seed,
         output_dir=args.output_dir,
     )

@@ -154,3 +154,35 @@ def test_the_tool_tokenizer_writes_a_number_the_same_in_the_question_and_the_cal
 
 def _contains(ids: list[int], part: list[int]) -> bool:
     return any(ids[i : i + len(part)] == part for i in range(len(ids) - len(part) + 1))
+
+
+def test_a_tool_fraction_warm_start_mixes_called_and_direct_episodes(big_add, tool_tokenizer):
+    """``tool_fraction`` 0.5: half the episodes are the tool call then the answer, half the answer
+    straight away (no call), on the same prompt TRL's loop feeds the model — so the warm-started
+    policy calls in about half its episodes, and GRPO has the call to select."""
+    from rlvr_gym.trainers.warm_start import reference_episodes
+
+    indices = random.Random(0).sample(range(len(big_add.tasks("train"))), 4)
+    episodes = reference_episodes(tool_tokenizer, big_add, random.Random(0), count=4, tool_fraction=0.5)
+    for position, (index, (ids, labels)) in enumerate(zip(indices, episodes, strict=True)):
+        obs, info = big_add.reset(options={"index": index, "split": "train"})
+        a, b = big_add.operands(info["task"])
+        taught = tool_tokenizer.decode([t for t in labels if t != -100])
+        prompt = tool_tokenizer.apply_chat_template(
+            obs, tools=big_add.tool_schemas(), add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+        assert ids[: len(prompt)] == prompt
+        if position < 2:
+            assert taught.startswith("<tool_call>") and taught.endswith(f"<answer>{a + b}</answer><|im_end|>")
+        else:
+            assert taught == f"<answer>{a + b}</answer><|im_end|>"
+            assert ids == prompt + labels[len(prompt) :]
+
+
+@pytest.mark.parametrize("fraction", [-0.1, 1.5, float("nan"), True])
+def test_a_tool_fraction_outside_zero_to_one_is_refused(fraction):
+    from rlvr_gym.backends.config import RunConfig
+    from rlvr_gym.error import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="warm_start_tool_fraction must lie in"):
+        RunConfig(warm_start_tool_fraction=fraction)
