@@ -112,8 +112,50 @@ def _batch_loss(
     attention = (torch.arange(width)[None, :] < torch.tensor([len(ids) for ids, _ in rows])[:, None]).long()
     if not head_on_labels:
         return model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+    shared = _shared_context(rows)
+    if shared:
+        return _loss_past_shared_context(model, input_ids, attention, labels, shared)
     hidden = model.get_decoder()(input_ids=input_ids, attention_mask=attention).last_hidden_state
     targets = labels[:, 1:]
+    keep = targets != -100
+    logits = model.get_output_embeddings()(hidden[:, :-1][keep])
+    return torch.nn.functional.cross_entropy(logits.float(), targets[keep])
+
+
+def _shared_context(rows: list[tuple[list[int], list[int]]]) -> int:
+    """Tokens every row begins with, short of the first labelled token's predecessor: the system
+    prompt and the tools' schemas, the same in every episode of a tool env (~80% of its tokens)."""
+    first_ids = rows[0][0]
+    shared = min(len(ids) for ids, _ in rows)
+    for ids, labels in rows:
+        while shared and ids[:shared] != first_ids[:shared]:
+            shared = next(i for i, (x, y) in enumerate(zip(ids, first_ids, strict=False)) if x != y)
+        labelled = next((i for i, lab in enumerate(labels) if lab != -100), len(labels))
+        shared = min(shared, labelled - 1)
+    return max(shared, 0)
+
+
+def _loss_past_shared_context(model: Any, input_ids: Any, attention: Any, labels: Any, shared: int) -> Any:
+    """:func:`_batch_loss` with the rows' common first ``shared`` tokens run once, not once a row:
+    their keys and values are repeated across the batch (gradients flow back through both), and
+    only the rest of each row runs batched. The same loss up to float rounding, for a fraction of
+    the cost: a tool env's warm start step is most of its time on the same prompt."""
+    import torch
+
+    decoder = model.get_decoder()
+    cache = decoder(input_ids=input_ids[:1, :shared], use_cache=True).past_key_values
+    cache.batch_repeat_interleave(input_ids.shape[0])
+    width = input_ids.shape[1]
+    positions = torch.arange(shared, width)
+    hidden = decoder(
+        input_ids=input_ids[:, shared:],
+        attention_mask=attention,
+        past_key_values=cache,
+        position_ids=positions[None, :].expand(input_ids.shape[0], -1),
+        cache_position=positions,
+        use_cache=True,
+    ).last_hidden_state
+    targets = labels[:, shared + 1 :]
     keep = targets != -100
     logits = model.get_output_embeddings()(hidden[:, :-1][keep])
     return torch.nn.functional.cross_entropy(logits.float(), targets[keep])

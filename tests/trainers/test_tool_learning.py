@@ -186,3 +186,31 @@ def test_a_tool_fraction_outside_zero_to_one_is_refused(fraction):
 
     with pytest.raises(InvalidArgumentError, match="warm_start_tool_fraction must lie in"):
         RunConfig(warm_start_tool_fraction=fraction)
+
+
+def test_the_warm_start_runs_the_shared_prompt_once_with_the_same_loss_and_gradients(big_add, tool_tokenizer):
+    """A tool env's episodes share their first ~250 tokens (system prompt, tool schemas): the warm
+    start runs them once a batch, not once a row — the same loss and gradients as the whole batch,
+    a third of the time."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from rlvr_gym.trainers.warm_start import _batch_loss, _shared_context, reference_episodes
+
+    rows = reference_episodes(tool_tokenizer, big_add, random.Random(0), count=4, tool_fraction=0.5)
+    shared = _shared_context(rows)
+    assert shared > 100
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(tool_tokenizer.name_or_path))
+    width = max(len(ids) for ids, _ in rows)
+    input_ids = torch.tensor([ids + [0] * (width - len(ids)) for ids, _ in rows])
+    labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in rows])
+    whole = model(input_ids=input_ids, labels=labels).loss  # the model's own loss over every row
+    whole.backward()
+    expected = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    loss = _batch_loss(model, rows, 0, head_on_labels=True)
+    loss.backward()
+    assert loss.item() == pytest.approx(whole.item(), rel=1e-5)
+    for grad, want in zip((p.grad for p in model.parameters()), expected, strict=True):
+        torch.testing.assert_close(grad, want, rtol=1e-4, atol=1e-6)
