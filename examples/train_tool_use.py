@@ -8,9 +8,10 @@ answers with no call (``--tool-fraction``). The warm-started model calls in ~70%
 GRPO through TRL's tool loop (``environment_factory``) then selects calling, which the model
 needs to be right. The script prints accuracy and tool calls per episode over the first and last
 fifth of the GRPO steps: seeds 0/1/2 measured 0.47 -> 0.65, 0.46 -> 0.71, 0.63 -> 0.85 accuracy and
-0.70-0.73 -> 0.93-0.94 calls (``trainers.demo.TINY_DEMO_RUN``'s figures). 150-180 CPU-s in all.
+0.70-0.73 -> 0.93-0.94 calls (``trainers.demo.TINY_DEMO_RUN``'s figures). 150-180 CPU-s in all, on one torch thread (two
+threads on 2 busy cores made the warm start several times slower):
 
-    python -m examples.train_tool_use --output-dir runs/big-add
+    OMP_NUM_THREADS=1 python -m examples.train_tool_use --output-dir runs/big-add
 """
 
 from __future__ import annotations

@@ -116,17 +116,17 @@ def test_eval_before_after_training(tmp_path, capsys):
 
 RISE_FLOOR = 0.10
 """Least rise (last fifth minus first fifth of the GRPO steps) of accuracy and of tool calls an
-episode in the tool demo. Measured 2026-11-27 at seeds 0/1/2: accuracy +0.18/+0.24/+0.22, calls
-+0.19/+0.23/+0.23 (trainers/demo.py's figures); the floor leaves ~0.08 for another machine's float
-order."""
+episode in the tool demo's first 60 GRPO steps (its lr is constant, so they are the 100-step demo's
+first 60). Measured 2026-11-27 at seeds 0/1/2/3: accuracy +0.16/+0.17/+0.23/+0.22, calls
++0.24/+0.20/+0.25/+0.21; the floor leaves >= 0.06 for another machine's float order."""
 
 
 @pytest.mark.slow
 def test_grpo_raises_the_tool_envs_accuracy_and_call_rate_after_a_mixed_warm_start(
     tmp_path, capsys, monkeypatch
 ):
-    """The tool demo as shipped (800 warm-start steps, 60% of them calling; 100 GRPO steps through
-    TRL's tool loop): the warm start leaves a policy that calls in ~70% of episodes, and GRPO raises
+    """The tool demo as shipped (800 warm-start steps, 60% of them calling; GRPO through TRL's tool
+    loop, its first 60 steps of 100 to save suite time): the warm start leaves a policy that calls in ~70% of episodes, and GRPO raises
     both the call rate and accuracy. Seed 0, the seed with the smallest measured rise. One torch
     thread, as measured: on 2 shared cores two threads made a warm-start step 0.6-2.6 s instead of
     0.16-0.27 s (the 64-wide model gains nothing from a second thread), and the run reproduces the
@@ -138,7 +138,7 @@ def test_grpo_raises_the_tool_envs_accuracy_and_call_rate_after_a_mixed_warm_sta
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        assert train_tool_use.main(["--seed", "0", "--output-dir", str(out)]) == 0
+        assert train_tool_use.main(["--seed", "0", "--max-steps", "60", "--output-dir", str(out)]) == 0
     finally:
         torch.set_num_threads(threads)
     text = capsys.readouterr().out
@@ -147,7 +147,7 @@ def test_grpo_raises_the_tool_envs_accuracy_and_call_rate_after_a_mixed_warm_sta
     assert marker["env_id"] == "big-add-v0" and marker["tool_fraction"] == 0.6
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     rows = [r for r in rows if "tools/calls_per_episode" in r]
-    assert len(rows) == 100
+    assert len(rows) == 60
     calls = train_tool_use.fifths([r["tools/calls_per_episode"] for r in rows])
     accuracy = train_tool_use.fifths([r["accuracy"] for r in rows])
     assert calls[0] < 0.85, f"the warm start left no call decision to select: {text}"
