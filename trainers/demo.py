@@ -83,8 +83,8 @@ of the GRPO steps -> last fifth): the warm start is on a mix, 60% reference epis
 then the result) and 40% direct answers (the gold answer, no call; sampled, the 2-layer model's
 own sums are wrong). It leaves a policy that calls in ~70% of episodes and copies well when it
 does, so each group holds calling rollouts (often right) and direct ones (wrong): one large,
-low-variance decision for GRPO to select. Seeds 0/1/2: accuracy 0.47 -> 0.65, 0.46 -> 0.71,
-0.63 -> 0.85, calls 0.73 -> 0.93, 0.72 -> 0.94, 0.70 -> 0.93.
+low-variance decision for GRPO to select. Seeds 0/1/2/3: accuracy 0.47 -> 0.65, 0.46 -> 0.71,
+0.63 -> 0.85, 0.63 -> 0.88; calls 0.73 -> 0.93, 0.72 -> 0.94, 0.70 -> 0.93, 0.78 -> 0.96.
 
 With every warm-start episode calling (``warm_start_tool_fraction`` 1, 500 steps, the earlier
 demo) the policy already called in ~90% of episodes and GRPO had little to select: 0.67 -> 0.72,
@@ -92,8 +92,8 @@ demo) the policy already called in ~90% of episodes and GRPO had little to selec
 stayed flat (0.28 -> 0.26). A higher GRPO lr (6e-4) collapsed first and recovered to about the
 warm start's level. The copy of the tool's result into the answer is learnt abruptly after ~450
 reference episodes' worth of steps (16 a step): 500 steps at a 50% mix never learnt it at seed
-0 (accuracy 0.00 throughout), nor did a doubled warm-start lr (6e-3), hence 800 steps at 60%
-(~480 steps of calling episodes). The reference episode is 58 tokens, so ``max_completion_length``
+0 (accuracy 0.00 throughout), nor did a doubled warm-start lr (6e-3; 0.00 over the 30 GRPO
+steps run), hence 800 steps at 60% (~480 steps of calling episodes). The reference episode is 58 tokens, so ``max_completion_length``
 stays above that (at 56 the answer turn is cut). Without gradient checkpointing (a 2-layer model
 needs no memory saving) the whole run costs 150-180 CPU-s here (one torch thread; the warm start
 runs the shared prompt once a batch, see ``trainers/warm_start.py``)."""
