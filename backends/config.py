@@ -63,7 +63,10 @@ class RunConfig:
 
     ``model=None`` means the tiny offline model built for the env (see ``rlvr-gym tiny-model``);
     ``warm_start_steps`` runs that many supervised steps on the env's reference answers before
-    GRPO (a stated shortcut so a tiny model has something to reinforce).
+    GRPO (a stated shortcut so a tiny model has something to reinforce). On a tool env those are
+    reference episodes; ``warm_start_tool_fraction`` below 1 makes the rest direct answers (the gold
+    answer, no tool call), so the warm-started policy calls the tools in about that share of
+    episodes and GRPO has the call itself to select (see ``trainers/demo.py``'s ``big-add``).
 
     Memory path (``backends/engine/memory.py``; each switch exists so ``bench/grpo_memory.py`` can
     measure what it saves): ``chunked_logps`` scores completion tokens in tiles of
@@ -134,6 +137,10 @@ class RunConfig:
     max_steps: int = field(default=100, metadata=about("GRPO optimizer steps"))
     warm_start_steps: int = field(default=0, metadata=about("supervised steps on reference answers first"))
     warm_start_learning_rate: float = field(default=3e-3, metadata=about("learning rate of the warm start"))
+    warm_start_tool_fraction: float = field(
+        default=1.0,
+        metadata=about("tool env: share of warm-start episodes that call the tools (the rest answer directly)"),
+    )
     seed: int = field(default=0, metadata=about("seed of data order, sampling and the tiny model"))
     output_dir: str | None = field(default=None, metadata=about("run folder (default: runs/ENV)"))
     logging_steps: int = field(default=1, metadata=about("log metrics every N steps"))
@@ -215,6 +222,9 @@ class RunConfig:
             )
         if self.warm_start_steps < 0:
             raise InvalidArgumentError(f"warm_start_steps must be >= 0, got {self.warm_start_steps}")
+        fraction = self.warm_start_tool_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 <= fraction <= 1:
+            raise InvalidArgumentError(f"warm_start_tool_fraction must lie in [0, 1], got {fraction!r}")
         for name in ("learning_rate", "temperature", "warm_start_learning_rate", "verify_timeout_s"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):

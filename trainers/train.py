@@ -111,14 +111,18 @@ def prepare_model(env: Env, config: RunConfig, *, resume: bool) -> Path | str:
             "env_kwargs": settings_of(env),
             "steps": config.warm_start_steps,
             "learning_rate": config.warm_start_learning_rate,
+            "tool_fraction": config.warm_start_tool_fraction,
             "seed": config.seed,
         }
         if finished_warm_start(warm, marker):
             announce(f"reusing the finished warm start in {warm} (same settings)")
         else:
-            what = (
-                "episodes (tool calls, then the answer)" if isinstance(env, envs.MultiTurnEnv) else "answers"
-            )
+            what = "answers"
+            if isinstance(env, envs.MultiTurnEnv):
+                share = config.warm_start_tool_fraction
+                what = "episodes (tool calls, then the answer)" + (
+                    f", {share:.0%} of them (the rest answer directly)" if share < 1 else ""
+                )
             announce(
                 f"supervised warm start: {config.warm_start_steps} steps on {env.id}'s reference {what}, "
                 "so the tiny model can write a tagged answer before GRPO (a stated shortcut; the time "
@@ -132,6 +136,7 @@ def prepare_model(env: Env, config: RunConfig, *, resume: bool) -> Path | str:
                 steps=config.warm_start_steps,
                 learning_rate=config.warm_start_learning_rate,
                 seed=config.seed,
+                tool_fraction=config.warm_start_tool_fraction,
                 done_marker=marker,
             )
             announce(f"warm start done in {time.perf_counter() - started:.0f} s; GRPO starts")

@@ -114,14 +114,41 @@ def test_eval_before_after_training(tmp_path, capsys):
     assert "report:" in text and "pass@4" in text
 
 
+RISE_FLOOR = 0.10
+"""Least rise (last fifth minus first fifth of the GRPO steps) of accuracy and of tool calls an
+episode in the tool demo's first 60 GRPO steps (its lr is constant, so they are the 100-step demo's
+first 60). Measured 2026-11-27 at seeds 0/1/2/3: accuracy +0.16/+0.17/+0.23/+0.22, calls
++0.24/+0.20/+0.25/+0.21; the floor leaves >= 0.06 for another machine's float order."""
+
+
 @pytest.mark.slow
-def test_train_tool_use_runs_the_tool_loop_from_an_episode_warm_start(tmp_path, capsys, monkeypatch):
+def test_grpo_raises_the_tool_envs_accuracy_and_call_rate_after_a_mixed_warm_start(
+    tmp_path, capsys, monkeypatch
+):
+    """The tool demo as shipped (800 warm-start steps, 60% of them calling; GRPO through TRL's tool
+    loop, its first 60 steps of 100 to save suite time): the warm start leaves a policy that calls in ~70% of episodes, and GRPO raises
+    both the call rate and accuracy. Seed 0, the seed with the smallest measured rise. One torch
+    thread, as measured: on the 2 shared cores here two threads made a warm-start step 0.6-2.6 s
+    against 0.11-0.27 s on one, and on one the run reproduces the measured trajectory exactly."""
+    import torch
+
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     out = tmp_path / "run"
-    assert train_tool_use.main(["--max-steps", "2", "--warm-start-steps", "5", "--output-dir", str(out)]) == 0
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert train_tool_use.main(["--seed", "0", "--max-steps", "60", "--output-dir", str(out)]) == 0
+    finally:
+        torch.set_num_threads(threads)
     text = capsys.readouterr().out
     assert "accuracy: first fifth" in text and "tool calls an episode: first fifth" in text
     marker = json.loads((out / "warm-start" / "warm_start.json").read_text())
-    assert marker["env_id"] == "big-add-v0" and marker["steps"] == 5
+    assert marker["env_id"] == "big-add-v0" and marker["tool_fraction"] == 0.6
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert len([r for r in rows if "tools/calls_per_episode" in r]) == 2
+    rows = [r for r in rows if "tools/calls_per_episode" in r]
+    assert len(rows) == 60
+    calls = train_tool_use.fifths([r["tools/calls_per_episode"] for r in rows])
+    accuracy = train_tool_use.fifths([r["accuracy"] for r in rows])
+    assert calls[0] < 0.85, f"the warm start left no call decision to select: {text}"
+    assert calls[1] - calls[0] >= RISE_FLOOR, text
+    assert accuracy[1] - accuracy[0] >= RISE_FLOOR, text

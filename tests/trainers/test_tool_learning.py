@@ -154,3 +154,63 @@ def test_the_tool_tokenizer_writes_a_number_the_same_in_the_question_and_the_cal
 
 def _contains(ids: list[int], part: list[int]) -> bool:
     return any(ids[i : i + len(part)] == part for i in range(len(ids) - len(part) + 1))
+
+
+def test_a_tool_fraction_warm_start_mixes_called_and_direct_episodes(big_add, tool_tokenizer):
+    """``tool_fraction`` 0.5: half the episodes are the tool call then the answer, half the answer
+    straight away (no call), on the same prompt TRL's loop feeds the model — so the warm-started
+    policy calls in about half its episodes, and GRPO has the call to select."""
+    from rlvr_gym.trainers.warm_start import reference_episodes
+
+    indices = random.Random(0).sample(range(len(big_add.tasks("train"))), 4)
+    episodes = reference_episodes(tool_tokenizer, big_add, random.Random(0), count=4, tool_fraction=0.5)
+    for position, (index, (ids, labels)) in enumerate(zip(indices, episodes, strict=True)):
+        obs, info = big_add.reset(options={"index": index, "split": "train"})
+        a, b = big_add.operands(info["task"])
+        taught = tool_tokenizer.decode([t for t in labels if t != -100])
+        prompt = tool_tokenizer.apply_chat_template(
+            obs, tools=big_add.tool_schemas(), add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+        assert ids[: len(prompt)] == prompt
+        if position < 2:
+            assert taught.startswith("<tool_call>") and taught.endswith(f"<answer>{a + b}</answer><|im_end|>")
+        else:
+            assert taught == f"<answer>{a + b}</answer><|im_end|>"
+            assert ids == prompt + labels[len(prompt) :]
+
+
+@pytest.mark.parametrize("fraction", [-0.1, 1.5, float("nan"), True])
+def test_a_tool_fraction_outside_zero_to_one_is_refused(fraction):
+    from rlvr_gym.backends.config import RunConfig
+    from rlvr_gym.error import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="warm_start_tool_fraction must lie in"):
+        RunConfig(warm_start_tool_fraction=fraction)
+
+
+def test_the_warm_start_runs_the_shared_prompt_once_with_the_same_loss_and_gradients(big_add, tool_tokenizer):
+    """A tool env's episodes share their first ~250 tokens (system prompt, tool schemas): the warm
+    start runs them once a batch, not once a row — the same loss and gradients as the whole batch,
+    a third of the time."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from rlvr_gym.trainers.warm_start import _batch_loss, _shared_context, reference_episodes
+
+    rows = reference_episodes(tool_tokenizer, big_add, random.Random(0), count=4, tool_fraction=0.5)
+    shared = _shared_context(rows)
+    assert shared > 100
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(tool_tokenizer.name_or_path))
+    width = max(len(ids) for ids, _ in rows)
+    input_ids = torch.tensor([ids + [0] * (width - len(ids)) for ids, _ in rows])
+    labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in rows])
+    whole = model(input_ids=input_ids, labels=labels).loss  # the model's own loss over every row
+    whole.backward()
+    expected = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    loss = _batch_loss(model, rows, 0, head_on_labels=True)
+    loss.backward()
+    assert loss.item() == pytest.approx(whole.item(), rel=1e-5)
+    for grad, want in zip((p.grad for p in model.parameters()), expected, strict=True):
+        torch.testing.assert_close(grad, want, rtol=1e-4, atol=1e-6)
