@@ -24,9 +24,9 @@ def exception_classes_outside_the_error_module() -> list[str]:
                 if not isinstance(node, ast.ClassDef) or node.name.startswith("_"):
                     continue
                 bases = {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
-                if any(b.endswith(("Error", "Exception")) or b in dir(error) for b in bases):
-                    if node.name not in NOT_IN_THE_TREE:
-                        found.append(f"{path.relative_to(ROOT)}:{node.name}")
+                is_error = any(b.endswith(("Error", "Exception")) or b in dir(error) for b in bases)
+                if is_error and node.name not in NOT_IN_THE_TREE:
+                    found.append(f"{path.relative_to(ROOT)}:{node.name}")
     return found
 
 
