@@ -116,7 +116,14 @@ def _batch_loss(
     if shared:
         return _loss_past_shared_context(model, input_ids, attention, labels, shared)
     hidden = model.get_decoder()(input_ids=input_ids, attention_mask=attention).last_hidden_state
-    targets = labels[:, 1:]
+    return _labelled_loss(model, hidden, labels[:, 1:])
+
+
+def _labelled_loss(model: Any, hidden: Any, targets: Any) -> Any:
+    """Cross-entropy of the LM head on the positions whose next token is labelled (``hidden``'s
+    last position predicts nothing)."""
+    import torch
+
     keep = targets != -100
     logits = model.get_output_embeddings()(hidden[:, :-1][keep])
     return torch.nn.functional.cross_entropy(logits.float(), targets[keep])
@@ -128,8 +135,7 @@ def _shared_context(rows: list[tuple[list[int], list[int]]]) -> int:
     first_ids = rows[0][0]
     shared = min(len(ids) for ids, _ in rows)
     for ids, labels in rows:
-        while shared and ids[:shared] != first_ids[:shared]:
-            shared = next(i for i, (x, y) in enumerate(zip(ids, first_ids, strict=False)) if x != y)
+        shared = next((i for i in range(shared) if ids[i] != first_ids[i]), shared)
         labelled = next((i for i, lab in enumerate(labels) if lab != -100), len(labels))
         shared = min(shared, labelled - 1)
     return max(shared, 0)
@@ -155,10 +161,7 @@ def _loss_past_shared_context(model: Any, input_ids: Any, attention: Any, labels
         cache_position=positions,
         use_cache=True,
     ).last_hidden_state
-    targets = labels[:, shared + 1 :]
-    keep = targets != -100
-    logits = model.get_output_embeddings()(hidden[:, :-1][keep])
-    return torch.nn.functional.cross_entropy(logits.float(), targets[keep])
+    return _labelled_loss(model, hidden, labels[:, shared + 1 :])
 
 
 def finished_warm_start(out_dir: str | Path, marker: dict[str, Any]) -> bool:
